@@ -1,0 +1,124 @@
+//! The adapter interface: what every agent adapter provides to the engine.
+//!
+//! Data flows one way: native file → [`Adapter::parse`] → [`Plan`] of batches →
+//! the engine executes each [`ToolCall`] through [`Adapter::execute`] → the adapter
+//! rebuilds the native session from fresh observations → continuation.
+//!
+//! Every type here is agent-neutral; agent specifics live in `crate::adapters::<agent>`.
+
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Where a piece of the plan came from in the native file (1-based line numbers).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Locator {
+    /// 1-based line of the record that holds the item (0 when the format has no lines).
+    pub line: usize,
+    /// A native id that names the item (message id, uuid, call id…), when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub native_id: Option<String>,
+}
+
+/// A model-visible observation, as the agent showed it to the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Observation {
+    /// The text the model saw (for structured content: the concatenated text parts).
+    pub text: String,
+    /// Whether the agent flagged the result as an error.
+    pub is_error: bool,
+    /// The native content value, verbatim (e.g. a `tool_result.content` array), when it
+    /// is not plain text. Rebuild uses it when the observation is reused unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub native: Option<serde_json::Value>,
+}
+
+/// One tool call of a batch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The agent's call id (`toolu_…`, `call_…`).
+    pub call_id: String,
+    /// The tool name exactly as the agent spelled it.
+    pub tool: String,
+    /// The arguments exactly as recorded.
+    pub input: serde_json::Value,
+    /// The observation recorded in the original trajectory, if the call completed there.
+    pub original: Option<Observation>,
+    pub locator: Locator,
+}
+
+/// The tool calls of one model reply. Batches are numbered from 1.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Batch {
+    pub index: usize,
+    pub calls: Vec<ToolCall>,
+    /// The model turn (1-based count of assistant replies) that issued this batch.
+    pub model_turn: usize,
+    pub locator: Locator,
+    /// True when every call of the batch has a recorded result in the original.
+    pub complete: bool,
+}
+
+/// What an adapter extracted from a native trajectory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub agent: String,
+    /// The agent version recorded in the trajectory, when it records one.
+    pub recorded_version: Option<String>,
+    /// The native session id.
+    pub session_id: Option<String>,
+    /// The working directory the original run used, when recorded.
+    pub original_cwd: Option<PathBuf>,
+    pub batches: Vec<Batch>,
+    /// Number of model replies in the whole trajectory.
+    pub model_turns: usize,
+}
+
+impl Plan {
+    /// The highest boundary that may be selected: the number of leading complete batches.
+    pub fn max_boundary(&self) -> usize {
+        self.batches.iter().take_while(|b| b.complete).count()
+    }
+}
+
+/// How a tool call may be treated by replay and by crash resumption.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolClass {
+    /// Only reads the workspace: safe to run again after a crash.
+    ReadOnly,
+    /// Changes the workspace or the world: re-running it after a crash needs consent.
+    Mutating,
+    /// Its observation cannot be regenerated (sub-agent, web, task list…).
+    NonRegenerable,
+    /// Not known to this adapter: refused before anything runs.
+    Unknown,
+}
+
+/// The outcome of re-executing one tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolOutcome {
+    pub observation: Observation,
+    /// Exit status of the underlying process, for tools that run one.
+    pub exit_code: Option<i32>,
+    pub duration_ms: u64,
+    /// Workspace paths (relative) the call wrote, for the workspace digest.
+    #[serde(default)]
+    pub touched: Vec<PathBuf>,
+}
+
+/// Everything a tool needs to run in the sandbox.
+#[derive(Debug, Clone)]
+pub struct ExecContext {
+    /// The workspace root; file tools are confined to it.
+    pub workspace: PathBuf,
+    /// Where full tool output logs go.
+    pub log_dir: PathBuf,
+    /// Per-call timeout.
+    pub timeout: std::time::Duration,
+}
+
+impl ExecContext {
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+}

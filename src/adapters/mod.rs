@@ -1,0 +1,1 @@
+//! One module per agent. Each has the same parts: `parse`, `tools`, `rebuild`, `continue`.
