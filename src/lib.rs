@@ -8,4 +8,8 @@
 
 pub mod adapter;
 pub mod adapters;
+pub mod cli;
 pub mod error;
+pub mod fold;
+pub mod journal;
+pub mod report;

@@ -1,1 +1,38 @@
+//! The on-disk format of the `pvisor replay` journal.
+//!
+//! A journal is one file: a 48-byte [`header`] followed by framed [`record`]s. Each record
+//! carries one [`event::Event`] encoded with MessagePack (rmp-serde, named fields). Integrity
+//! (CRC-32C seeded with the journal id) and tamper evidence (a BLAKE3 hash chain) are
+//! separate. The byte-level specification is `SPEC.md` beside this crate; this crate is its
+//! reference codec, and `vectors/` holds golden files for every format version.
+//!
+//! This crate does no I/O policy (locking, fsync, quarantine); that is the store's job in the
+//! `pvisor` crate. It only encodes, decodes and classifies bytes.
 
+pub mod encoder;
+pub mod error;
+pub mod event;
+pub mod header;
+pub mod reader;
+pub mod record;
+
+pub use encoder::Encoder;
+pub use error::{DecodeError, ScanError};
+pub use event::Event;
+pub use header::{FileHeader, JournalId};
+pub use reader::{RecordReader, ScanReport, TailState};
+pub use record::{ChainHash, RecordFrame};
+
+/// Current format major version. Readers refuse a file whose major is greater.
+///
+/// Changelog of format versions (newest last):
+/// - 1.0: initial format. 48-byte header; record = 28-byte framed header (len, kind,
+///   flags, seq, at_ms, header CRC), MessagePack payload, 32-byte BLAKE3 chain hash,
+///   4-byte record CRC; event kinds 1..=19.
+pub const FORMAT_MAJOR: u16 = 1;
+/// Current format minor version. Writers refuse to append to a file whose minor is greater
+/// (an older writer would drop data a newer one relies on).
+pub const FORMAT_MINOR: u16 = 0;
+
+/// Hard cap on a record payload. Checked before any allocation.
+pub const MAX_PAYLOAD: u32 = 16 * 1024 * 1024;

@@ -1,0 +1,417 @@
+//! The event schema: every step of a replay's lifecycle, in the order a run appends them.
+//!
+//! Each event is a record `kind` (u16, stable forever) plus a payload: the MessagePack
+//! encoding (rmp-serde, *named* fields, so fields are self-describing) of the body struct.
+//!
+//! Evolution rules (see SPEC.md §7):
+//! - a new optional field (`#[serde(default)]`) is a minor version bump;
+//! - a new event kind is a minor version bump; readers that do not know it decode it as
+//!   [`Event::Unknown`] and the fold refuses it (data is never skipped silently);
+//! - removing or retyping a field, or reusing a kind number, is a major bump.
+//!
+//! Privacy rule: no event carries the boundary prompt's plaintext, an API key, or the body of
+//! a model request or response: only lengths and digests. Large payloads (observations,
+//! diffs, plans) go to the content-addressed blob store and events hold their BLAKE3 hash.
+//!
+//! Digest conventions: `sha256:<hex>` for digests users compare with other tools (source
+//! trajectory, boundary prompt), `blake3:<hex>` for everything else; blob references are the
+//! bare BLAKE3 hex that names the blob file.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::DecodeError;
+
+/// How the run was asked to go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Validate and build the native prefix with the original observations; run nothing.
+    PrepareOnly,
+    /// Replay the prefix and rebuild the native session; send no model request.
+    ReplayOnly,
+    /// Replay, rebuild, then continue with the real agent.
+    Continue,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct PromptFacts {
+    /// Length in Unicode scalar values.
+    pub length_chars: u64,
+    /// `sha256:<hex>` of the UTF-8 bytes.
+    pub sha256: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct ModelUpstream {
+    /// `anthropic` | `openai-responses` | `openai-chat` | `scripted`.
+    pub protocol: String,
+    #[serde(default)]
+    pub base_url: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The name of the environment variable holding the key (never the key).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// `blake3:<hex>` of the model script, for a scripted upstream.
+    #[serde(default)]
+    pub script_digest: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunRequested {
+    pub run_id: String,
+    /// `blake3:<hex>` of the canonical request (which itself holds only the prompt digest).
+    pub request_digest: String,
+    /// The canonical request (JSON, prompt plaintext replaced by its facts), so that a resume
+    /// reruns exactly what was asked.
+    pub request_json: String,
+    pub agent: String,
+    #[serde(default)]
+    pub agent_version: Option<String>,
+    #[serde(default)]
+    pub agent_entrypoint: Option<String>,
+    pub mode: Mode,
+    pub after_step: u64,
+    #[serde(default)]
+    pub max_steps: Option<u64>,
+    #[serde(default)]
+    pub boundary_prompt: Option<PromptFacts>,
+    pub source_path: String,
+    pub workspace: String,
+    pub state_dir: String,
+    pub output_dir: String,
+    pub pvisor_version: String,
+    #[serde(default)]
+    pub model: Option<ModelUpstream>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallSummary {
+    pub call_id: String,
+    pub tool: String,
+    /// `blake3:<hex>` of the canonical JSON arguments.
+    pub args_digest: String,
+    /// `read_only` | `mutating` | `non_regenerable` | `unknown`.
+    pub class: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchSummary {
+    pub index: u64,
+    pub model_turn: u64,
+    /// Native locator, e.g. `line:34`.
+    pub locator: String,
+    pub calls: Vec<CallSummary>,
+    pub complete: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrajectoryParsed {
+    pub source_path: String,
+    /// `sha256:<hex>` of the source file bytes.
+    pub source_sha256: String,
+    #[serde(default)]
+    pub session_id: Option<String>,
+    #[serde(default)]
+    pub recorded_version: Option<String>,
+    pub model_turns: u64,
+    pub batches: Vec<BatchSummary>,
+    /// Blob holding the full plan (JSON).
+    pub plan_blob: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BoundaryValidated {
+    pub after_step: u64,
+    /// Tool calls in batches 1..=after_step.
+    pub prefix_tool_calls: u64,
+    /// Model replies up to and including batch `after_step`.
+    pub prefix_model_turns: u64,
+    pub max_boundary: u64,
+    /// Live steps the continuation may take (`max_steps - prefix_model_turns`), if budgeted.
+    #[serde(default)]
+    pub live_budget: Option<u64>,
+    /// Calls whose original observation will be reused (allowed stale): `batch:call` ids.
+    #[serde(default)]
+    pub stale_calls: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchStarted {
+    pub batch: u64,
+    pub calls: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCallStarted {
+    pub batch: u64,
+    /// 0-based position in the batch.
+    pub call: u64,
+    pub call_id: String,
+    pub tool: String,
+    pub args_digest: String,
+    pub class: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCallFinished {
+    pub batch: u64,
+    pub call: u64,
+    pub call_id: String,
+    #[serde(default)]
+    pub exit_code: Option<i64>,
+    pub is_error: bool,
+    pub duration_ms: u64,
+    /// `blake3:<hex>` of the observation text.
+    pub observation_digest: String,
+    /// Blob holding the observation (JSON: text, is_error, native).
+    pub observation_blob: String,
+    pub observation_len: u64,
+    /// The original observation was reused (allowed stale), not regenerated.
+    #[serde(default)]
+    pub stale: bool,
+    /// Workspace-relative paths the call wrote, when known.
+    #[serde(default)]
+    pub touched: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObservationCompared {
+    pub batch: u64,
+    pub call: u64,
+    pub call_id: String,
+    pub equal: bool,
+    /// Equal once the declared dynamic fields are masked.
+    #[serde(default)]
+    pub equal_masked: bool,
+    #[serde(default)]
+    pub diff_digest: Option<String>,
+    #[serde(default)]
+    pub diff_blob: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchFinished {
+    pub batch: u64,
+    /// `blake3:<hex>` over (path, content digest) of every path the completed batches touched.
+    pub workspace_digest: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionRole {
+    Prepared,
+    Reconstructed,
+    Continued,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionWritten {
+    pub role: SessionRole,
+    pub path: String,
+    pub digest: String,
+    /// Messages/records in the session file.
+    #[serde(default)]
+    pub records: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BridgeStarted {
+    /// Always a 127.0.0.1 address.
+    pub listen: String,
+    pub protocol: String,
+    pub upstream: String,
+    /// `blake3:<hex>` of the canonical prefix the first request must carry.
+    pub prefix_digest: String,
+    pub prefix_items: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BridgeRequestValidated {
+    /// 1-based count of main (non-side) requests.
+    pub n: u64,
+    pub request_digest: String,
+    pub prefix_digest: String,
+    /// Which transport items were removed (names like `claude:resume_text_block`).
+    pub removed: Vec<String>,
+    pub boundary_prompt_injected: bool,
+    /// The request matched the expected prefix and (for n = 1) ended at O′N.
+    pub ok: bool,
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// A side request (title generation, token count) forwarded without prefix validation.
+    #[serde(default)]
+    pub side: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContinuationStarted {
+    pub command: Vec<String>,
+    #[serde(default)]
+    pub agent_version: Option<String>,
+    /// Live steps allowed.
+    #[serde(default)]
+    pub budget: Option<u64>,
+    /// 1 for the first start, 2+ when resumed after a crash.
+    #[serde(default)]
+    pub attempt: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContinuationStep {
+    /// 1-based live step number.
+    pub n: u64,
+    pub action_digest: String,
+    #[serde(default)]
+    pub tools: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentStatus {
+    NotStarted,
+    Completed,
+    MaxSteps,
+    Failed,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentExited {
+    pub status: AgentStatus,
+    #[serde(default)]
+    pub code: Option<i64>,
+    #[serde(default)]
+    pub signal: Option<i64>,
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Recovered {
+    pub offset: u64,
+    pub length: u64,
+    pub quarantine_path: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InDoubtResolved {
+    pub batch: u64,
+    pub call: u64,
+    pub call_id: String,
+    pub tool: String,
+    /// `rerun_read_only` | `rerun_accepted` | `stopped`.
+    pub decision: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resumed {
+    /// The sequence number of the last event before this resumption.
+    pub from_seq: u64,
+    pub pvisor_version: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunFinished {
+    /// `blake3:<hex>` of the result JSON the fold produced when the run ended.
+    pub result_digest: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunFailed {
+    pub category: String,
+    pub message: String,
+    pub retryable: bool,
+}
+
+macro_rules! events {
+    ($( $kind:literal => $name:ident ($body:ty) ),* $(,)?) => {
+        /// One journal event. The number is the record `kind`, stable forever.
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub enum Event {
+            $( $name($body), )*
+            /// A kind this reader does not know (written by a newer minor version).
+            Unknown { kind: u16, payload: Vec<u8> },
+        }
+
+        impl Event {
+            pub fn kind(&self) -> u16 {
+                match self { $( Event::$name(_) => $kind, )* Event::Unknown { kind, .. } => *kind }
+            }
+            /// The snake_case name used in exports and reports.
+            pub fn name(&self) -> &'static str {
+                match self { $( Event::$name(_) => kind_name($kind), )* Event::Unknown { .. } => "unknown" }
+            }
+            pub fn encode_payload(&self) -> Vec<u8> {
+                match self {
+                    $( Event::$name(b) => rmp_serde::to_vec_named(b).expect("event bodies always encode"), )*
+                    Event::Unknown { payload, .. } => payload.clone(),
+                }
+            }
+            pub fn decode(kind: u16, payload: &[u8]) -> Result<Event, DecodeError> {
+                match kind {
+                    $( $kind => rmp_serde::from_slice::<$body>(payload)
+                        .map(Event::$name)
+                        .map_err(|e| DecodeError::Payload { kind, message: e.to_string() }), )*
+                    _ => Ok(Event::Unknown { kind, payload: payload.to_vec() }),
+                }
+            }
+            /// The body as a JSON value (for exports and reports).
+            pub fn body_json(&self) -> serde_json::Value {
+                match self {
+                    $( Event::$name(b) => serde_json::to_value(b).unwrap_or(serde_json::Value::Null), )*
+                    Event::Unknown { .. } => serde_json::Value::Null,
+                }
+            }
+        }
+
+        /// Every known kind with its name.
+        pub const KINDS: &[(u16, &str)] = &[ $( ($kind, kind_name($kind)) ),* ];
+    };
+}
+
+const fn kind_name(kind: u16) -> &'static str {
+    match kind {
+        1 => "run_requested",
+        2 => "trajectory_parsed",
+        3 => "boundary_validated",
+        4 => "batch_started",
+        5 => "tool_call_started",
+        6 => "tool_call_finished",
+        7 => "observation_compared",
+        8 => "batch_finished",
+        9 => "session_written",
+        10 => "bridge_started",
+        11 => "bridge_request_validated",
+        12 => "continuation_started",
+        13 => "continuation_step",
+        14 => "agent_exited",
+        15 => "recovered",
+        16 => "in_doubt_resolved",
+        17 => "resumed",
+        18 => "run_finished",
+        19 => "run_failed",
+        _ => "unknown",
+    }
+}
+
+events! {
+    1 => RunRequested(RunRequested),
+    2 => TrajectoryParsed(TrajectoryParsed),
+    3 => BoundaryValidated(BoundaryValidated),
+    4 => BatchStarted(BatchStarted),
+    5 => ToolCallStarted(ToolCallStarted),
+    6 => ToolCallFinished(ToolCallFinished),
+    7 => ObservationCompared(ObservationCompared),
+    8 => BatchFinished(BatchFinished),
+    9 => SessionWritten(SessionWritten),
+    10 => BridgeStarted(BridgeStarted),
+    11 => BridgeRequestValidated(BridgeRequestValidated),
+    12 => ContinuationStarted(ContinuationStarted),
+    13 => ContinuationStep(ContinuationStep),
+    14 => AgentExited(AgentExited),
+    15 => Recovered(Recovered),
+    16 => InDoubtResolved(InDoubtResolved),
+    17 => Resumed(Resumed),
+    18 => RunFinished(RunFinished),
+    19 => RunFailed(RunFailed),
+}

@@ -1,0 +1,43 @@
+//! The command line: flags, subcommands, exit codes, error rendering. The binary is a thin
+//! shell over this module.
+
+pub mod error;
+pub mod exit;
+pub mod journal;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "pvisor", version, about = "Replay an AI coding agent's trajectory in a fresh sandbox and continue it with the real agent")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Inspect, verify and export replay journals.
+    #[command(subcommand)]
+    Journal(journal::JournalCmd),
+}
+
+/// Run the CLI; returns the process exit code.
+pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { exit::CONFIGURATION } else { exit::OK };
+        }
+    };
+    let res = match cli.command {
+        Command::Journal(cmd) => journal::run(cmd),
+    };
+    match res {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("{}", e.render());
+            e.code
+        }
+    }
+}

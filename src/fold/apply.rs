@@ -1,0 +1,235 @@
+//! The fold: one pure function from events to [`ReplayState`], rejecting illegal transitions
+//! with the offending sequence number.
+
+use journal_format::event::*;
+use journal_format::Event;
+
+use super::state::{CallState, Phase, ReplayState};
+use crate::journal::StoredEvent;
+
+/// An event that the phase machine does not allow where it stands.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("illegal transition at sequence number {seq}: event `{event}` in phase `{phase}`: {reason}")]
+pub struct FoldError {
+    pub seq: u64,
+    pub event: String,
+    pub phase: String,
+    pub reason: String,
+}
+
+/// Fold a whole journal.
+pub fn fold<'a>(events: impl IntoIterator<Item = &'a StoredEvent>) -> Result<ReplayState, FoldError> {
+    let mut s = ReplayState::default();
+    for e in events {
+        apply(&mut s, e)?;
+    }
+    Ok(s)
+}
+
+fn call_key(batch: u64, call: u64) -> (u64, u64) {
+    (batch, call)
+}
+
+/// Apply one event to the state (the step of the fold).
+pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
+    let err = |s: &ReplayState, reason: String| FoldError { seq: se.seq, event: se.event.name().to_string(), phase: s.phase.name(), reason };
+    let ev = &se.event;
+    // Events allowed in any phase.
+    match ev {
+        Event::Recovered(r) => {
+            s.recoveries.push(r.clone());
+            return Ok(finish(s, se));
+        }
+        Event::Unknown { kind, .. } => return Err(err(s, format!("event kind {kind} is unknown to this pvisor (written by a newer version); upgrade to fold it"))),
+        _ => {}
+    }
+    if s.phase.is_terminal() {
+        return Err(err(s, "the run already ended".into()));
+    }
+    let mode = s.mode();
+    match (s.phase, ev) {
+        (_, Event::RunFailed(f)) => {
+            // Allowed from every non-terminal phase, `empty` included (a failure before the
+            // request could be recorded, in a state directory that exists).
+            s.failure = Some(f.clone());
+            s.phase = Phase::Failed;
+        }
+        (Phase::Empty, Event::RunRequested(r)) => {
+            s.request = Some(r.clone());
+            s.phase = Phase::Requested;
+        }
+        (p, Event::Resumed(_)) if p != Phase::Empty => {
+            s.resumes += 1;
+        }
+        (Phase::Requested, Event::TrajectoryParsed(t)) => {
+            s.parsed = Some(t.clone());
+            s.phase = Phase::Parsed;
+        }
+        (Phase::Parsed, Event::BoundaryValidated(b)) => {
+            let n = s.parsed.as_ref().map(|p| p.batches.len() as u64).unwrap_or(0);
+            if b.after_step > n {
+                return Err(err(s, format!("boundary {} beyond the {n} parsed batches", b.after_step)));
+            }
+            s.boundary = Some(b.clone());
+            s.phase = Phase::Validated;
+        }
+        (Phase::Validated, Event::SessionWritten(w)) if w.role == SessionRole::Prepared => {
+            s.sessions.insert("prepared".into(), w.clone());
+            s.phase = Phase::Prepared;
+        }
+        (Phase::Prepared, Event::RunFinished(f)) if mode == Some(Mode::PrepareOnly) => {
+            s.finished = Some(f.clone());
+            s.phase = Phase::Finished;
+        }
+        (Phase::Prepared, Event::BatchStarted(b)) | (Phase::BatchDone(_), Event::BatchStarted(b)) if mode != Some(Mode::PrepareOnly) => {
+            let expect = match s.phase { Phase::BatchDone(k) => k + 1, _ => 1 };
+            if b.batch != expect {
+                return Err(err(s, format!("expected batch {expect} to start, got batch {}", b.batch)));
+            }
+            if b.batch > s.after_step() {
+                return Err(err(s, format!("batch {} is beyond the boundary {}", b.batch, s.after_step())));
+            }
+            s.phase = Phase::Replaying(b.batch);
+        }
+        (Phase::Replaying(k), Event::ToolCallStarted(c)) => {
+            if c.batch != k {
+                return Err(err(s, format!("tool call of batch {} inside batch {k}", c.batch)));
+            }
+            if c.call > 0 {
+                let prev_done = s.calls.get(&call_key(k, c.call - 1)).map(|p| p.finished.is_some()).unwrap_or(false);
+                if !prev_done {
+                    return Err(err(s, format!("call {} started before call {} finished", c.call, c.call - 1)));
+                }
+            }
+            let entry = s.calls.entry(call_key(k, c.call)).or_default();
+            if entry.finished.is_some() {
+                return Err(err(s, format!("call {} of batch {k} already finished; completed calls are never re-run", c.call)));
+            }
+            if entry.starts > 0 && entry.in_doubt_decisions.len() < entry.starts as usize {
+                return Err(err(s, format!("call {} of batch {k} restarted without an in-doubt decision", c.call)));
+            }
+            entry.batch = k;
+            entry.call = c.call;
+            entry.call_id = c.call_id.clone();
+            entry.tool = c.tool.clone();
+            entry.class = c.class.clone();
+            entry.args_digest = c.args_digest.clone();
+            entry.starts += 1;
+        }
+        (Phase::Replaying(k), Event::InDoubtResolved(d)) => {
+            let Some(entry) = s.calls.get_mut(&call_key(k, d.call)) else {
+                return Err(err(s, format!("no started call {} in batch {k}", d.call)));
+            };
+            if !entry.in_doubt() {
+                return Err(err(s, format!("call {} of batch {k} is not in doubt", d.call)));
+            }
+            entry.in_doubt_decisions.push(d.decision.clone());
+        }
+        (Phase::Replaying(k), Event::ToolCallFinished(f)) => {
+            let entry = s.calls.get_mut(&call_key(k, f.call));
+            match entry {
+                Some(e) if e.starts > 0 && e.finished.is_none() && f.batch == k && e.call_id == f.call_id => e.finished = Some(f.clone()),
+                _ => return Err(err(s, format!("call {} of batch {} finished without being started", f.call, f.batch))),
+            }
+        }
+        (Phase::Replaying(k), Event::ObservationCompared(c)) => {
+            match s.calls.get_mut(&call_key(k, c.call)) {
+                Some(e) if e.finished.is_some() && e.compared.is_none() => e.compared = Some(c.clone()),
+                _ => return Err(err(s, format!("comparison of call {} before it finished (or twice)", c.call))),
+            }
+        }
+        (Phase::Replaying(k), Event::BatchFinished(b)) => {
+            let expected_calls = s.parsed.as_ref().and_then(|p| p.batches.get(k as usize - 1)).map(|b| b.calls.len() as u64).unwrap_or(0);
+            let done = s.calls.range((k, 0)..(k + 1, 0)).filter(|(_, c)| c.finished.is_some()).count() as u64;
+            if b.batch != k || done != expected_calls {
+                return Err(err(s, format!("batch {} finished with {done} of {expected_calls} calls done", b.batch)));
+            }
+            s.batch_digests.insert(k, b.workspace_digest.clone());
+            s.phase = Phase::BatchDone(k);
+        }
+        (Phase::Prepared, Event::SessionWritten(w)) | (Phase::BatchDone(_), Event::SessionWritten(w)) if w.role == SessionRole::Reconstructed && mode != Some(Mode::PrepareOnly) => {
+            if (s.batch_digests.len() as u64) != s.after_step() {
+                return Err(err(s, format!("reconstructed session written after {} of {} batches", s.batch_digests.len(), s.after_step())));
+            }
+            s.sessions.insert("reconstructed".into(), w.clone());
+            s.phase = Phase::Replayed;
+        }
+        (Phase::Replayed, Event::RunFinished(f)) if mode == Some(Mode::ReplayOnly) => {
+            s.finished = Some(f.clone());
+            s.phase = Phase::Finished;
+        }
+        (Phase::Replayed, Event::BridgeStarted(b)) | (Phase::Continuing, Event::BridgeStarted(b)) if mode == Some(Mode::Continue) => {
+            s.bridge.started = Some(b.clone());
+        }
+        (Phase::Replayed, Event::ContinuationStarted(c)) | (Phase::Continuing, Event::ContinuationStarted(c)) if mode == Some(Mode::Continue) => {
+            s.continuations.push(c.clone());
+            s.phase = Phase::Continuing;
+        }
+        (Phase::Continuing, Event::BridgeRequestValidated(v)) => {
+            if v.side {
+                s.bridge.side_requests += 1;
+            } else if v.ok {
+                s.bridge.validated += 1;
+                if v.n == 1 && s.bridge.first_request_ok.is_none() {
+                    s.bridge.first_request_ok = Some(true);
+                }
+            } else {
+                s.bridge.rejected += 1;
+                if v.n == 1 {
+                    s.bridge.first_request_ok = Some(false);
+                }
+            }
+            if v.boundary_prompt_injected {
+                s.bridge.injections += 1;
+                if s.bridge.injections > 1 {
+                    return Err(err(s, "boundary prompt injected more than once".into()));
+                }
+            }
+        }
+        (Phase::Continuing, Event::ContinuationStep(st)) => {
+            let expect = s.steps.len() as u64 + 1;
+            if st.n != expect {
+                return Err(err(s, format!("continuation step {} where {expect} was expected", st.n)));
+            }
+            s.steps.push(st.clone());
+        }
+        (Phase::Continuing, Event::AgentExited(a)) => {
+            s.agent_exit = Some(a.clone());
+            s.phase = Phase::Continued;
+        }
+        (Phase::Continued, Event::SessionWritten(w)) if w.role == SessionRole::Continued => {
+            s.sessions.insert("continued".into(), w.clone());
+        }
+        (Phase::Continued, Event::RunFinished(f)) => {
+            s.finished = Some(f.clone());
+            s.phase = Phase::Finished;
+        }
+        (_, other) => {
+            return Err(err(s, format!("not allowed here (mode {:?})", mode.map(|m| format!("{m:?}")).unwrap_or_else(|| "unknown".into()))).with_event(other));
+        }
+    }
+    Ok(finish(s, se))
+}
+
+trait WithEvent {
+    fn with_event(self, e: &Event) -> Self;
+}
+impl WithEvent for FoldError {
+    fn with_event(mut self, e: &Event) -> Self {
+        self.event = e.name().to_string();
+        self
+    }
+}
+
+fn finish(s: &mut ReplayState, se: &StoredEvent) {
+    s.last_seq = se.seq;
+    s.events += 1;
+    s.first_at_ms.get_or_insert(se.at_ms);
+    s.last_at_ms = Some(se.at_ms);
+}
+
+impl Default for CallState {
+    fn default() -> Self {
+        CallState { batch: 0, call: 0, call_id: String::new(), tool: String::new(), class: String::new(), args_digest: String::new(), starts: 0, finished: None, compared: None, in_doubt_decisions: Vec::new() }
+    }
+}
