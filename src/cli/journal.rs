@@ -32,6 +32,14 @@ pub enum JournalCmd {
         #[arg(short, long)]
         output: Option<PathBuf>,
     },
+    /// Test support: a miniature engine that appends a legal run, printing `ack SEQ` after
+    /// each durable append (used by the kill-loop tests).
+    #[command(hide = true)]
+    Stress {
+        state_dir: PathBuf,
+        #[arg(long, default_value_t = u64::MAX)]
+        max_events: u64,
+    },
 }
 
 pub fn run(cmd: JournalCmd) -> Result<i32, CliError> {
@@ -39,6 +47,7 @@ pub fn run(cmd: JournalCmd) -> Result<i32, CliError> {
         JournalCmd::Verify { path, json } => verify(path, json),
         JournalCmd::Show { path } => show(path),
         JournalCmd::Export { path, output } => export(path, output),
+        JournalCmd::Stress { state_dir, max_events } => super::stress::run(state_dir, max_events),
     }
 }
 
@@ -58,7 +67,7 @@ fn verify(path: PathBuf, json: bool) -> Result<i32, CliError> {
         Ok(rep) => match (rep.tail, &fold_err) {
             (TailState::Torn { offset, len }, _) => (exit::JOURNAL_TORN_TAIL, "torn_tail", format!("{} intact events up to seq {}, then a torn tail of {len} bytes at byte offset {offset}; opening the journal for write (pvisor replay --resume-journal) quarantines it", rep.records, rep.last_seq), Some(rep.last_seq + 1), Some(offset)),
             (TailState::Clean { .. }, Some(fe)) => (exit::JOURNAL_ILLEGAL_ORDER, "illegal_order", fe.to_string(), Some(fe.seq), None),
-            (TailState::Clean { end_offset }, None) => (exit::OK, "intact", format!("intact: {} events, last seq {}, head {}", rep.records, rep.last_seq, rep.head.to_hex()), Some(rep.last_seq), Some(end_offset)),
+            (TailState::Clean { end_offset }, None) => (exit::OK, "intact", format!("intact: {} events, last seq {}, {end_offset} bytes, head {}", rep.records, rep.last_seq, rep.head.to_hex()), Some(rep.last_seq), None),
         },
         Err(e) => {
             let ce = CliError::from(match e {

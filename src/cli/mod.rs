@@ -4,6 +4,7 @@
 pub mod error;
 pub mod exit;
 pub mod journal;
+pub mod stress;
 
 use clap::{Parser, Subcommand};
 
