@@ -5,7 +5,9 @@
 //! - [`adapter`]: the agent-neutral plan types and adapter interface.
 //! - [`adapters`]: one module per agent (parse, tools, rebuild, continue).
 //! - [`error`]: library errors whose variants mirror recovery decisions.
+//! - [`model`]: the scripted model server the real agent CLIs run against offline.
 
 pub mod adapter;
 pub mod adapters;
 pub mod error;
+pub mod model;
