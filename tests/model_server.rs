@@ -260,6 +260,8 @@ async fn count_tokens_and_probes() {
     assert_eq!(r.status, 200);
     let r = request(s.addr(), "GET", "/", &[], None).await;
     assert_eq!((r.status, r.body.as_str()), (200, "ok"));
+    let r = request(s.addr(), "HEAD", "/api/hello", &[], None).await;
+    assert_eq!(r.status, 200);
     let r = request(s.addr(), "GET", "/v1/models", &[], None).await;
     assert_eq!(r.json()["data"][0]["id"], "pvisor-scripted");
     let r = request(s.addr(), "GET", "/v1/nothing", &[], None).await;
@@ -269,7 +271,8 @@ async fn count_tokens_and_probes() {
     assert_eq!(r.status, 400);
 
     let kinds: Vec<RequestKind> = s.requests().iter().map(|r| r.kind).collect();
-    assert_eq!(kinds, [RequestKind::CountTokens, RequestKind::Other, RequestKind::Other, RequestKind::Other, RequestKind::Other, RequestKind::Other]);
+    assert_eq!(kinds[0], RequestKind::CountTokens);
+    assert_eq!(kinds[1..], [RequestKind::Other; 6]);
     // No main request consumed anything: the next one is still turn 0.
     assert_eq!(post(s.addr(), "/v1/messages", &anthropic_body(0, false)).await.json()["id"], "msg_pv_t000");
 }

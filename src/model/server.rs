@@ -9,7 +9,7 @@
 //! | `POST /v1/responses` | OpenAI Responses: SSE when `stream` is true, else a JSON response |
 //! | `POST /v1/chat/completions` | OpenAI Chat Completions: SSE chunks + `[DONE]` when `stream` is true, else JSON |
 //! | `GET /v1/models` | a minimal model list |
-//! | `GET`/`HEAD /` (and `/health`) | `200 ok` (reachability probes) |
+//! | any `HEAD`; `GET /`, `/health`, `/api/hello` | `200 ok` (reachability probes; Claude Code sends `HEAD /api/hello`) |
 //! | anything else | 404 with an Anthropic-style error body |
 //!
 //! The `/v1` prefix is optional (`/chat/completions` works too).
@@ -374,7 +374,9 @@ fn route_name(path: &str) -> &str {
 
 fn route(state: &State, method: &Method, path: &str, raw: &[u8], body: &Value, authorized: bool, request_id: &str) -> Outcome {
     let name = route_name(path);
-    if (*method == Method::GET || *method == Method::HEAD) && (name.is_empty() || name == "/health") {
+    // Reachability probes: any HEAD (Claude Code sends `HEAD /api/hello` unless
+    // CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC is set), and GET on `/`, `/health`, `/api/hello`.
+    if *method == Method::HEAD || (*method == Method::GET && matches!(name, "" | "/health" | "/api/hello")) {
         let mut r = Response::new(full(if *method == Method::HEAD { "" } else { "ok" }));
         r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
         return Outcome::other(r);
