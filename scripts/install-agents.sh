@@ -71,6 +71,13 @@ install_agent() {
     local prefix="$AGENTS_DIR/$agent"
     local entry="$prefix/$ENTRY"
 
+    # Serialize concurrent installs of the same agent (parallel test binaries, several shells).
+    mkdir -p "$AGENTS_DIR"
+    if command -v flock >/dev/null; then
+        exec {lock_fd}>"$AGENTS_DIR/.$agent.lock"
+        flock "$lock_fd"
+    fi
+
     if [[ "$(installed_version "$prefix" "$PKG")" == "$VERSION" ]] && check_entry "$entry" "$VERSION_MATCH"; then
         log "$agent: $PKG@$VERSION already installed"
     else
@@ -93,6 +100,7 @@ install_agent() {
         log "$agent: ok ($("$entry" --version 2>&1 </dev/null | head -1))"
     fi
     ENTRYPOINT="$entry"
+    if [[ -n "${lock_fd:-}" ]]; then exec {lock_fd}>&-; fi
 }
 
 main() {
