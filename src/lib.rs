@@ -5,6 +5,11 @@
 //! - [`adapter`]: the agent-neutral plan types and adapter interface.
 //! - [`adapters`]: one module per agent (parse, tools, rebuild, continue).
 //! - [`error`]: library errors whose variants mirror recovery decisions.
+//! - [`journal`]: the crash-safe store (lock, torn-tail recovery, durable appends, blobs).
+//! - [`fold`]: the only code that computes status: events → state → result.
+//! - [`report`]: timelines and exports of events.
+//! - [`cli`]: flags, subcommands, exit codes.
+//! - [`model`]: the scripted model server the real agent CLIs run against offline.
 
 pub mod adapter;
 pub mod adapters;
@@ -12,4 +17,5 @@ pub mod cli;
 pub mod error;
 pub mod fold;
 pub mod journal;
+pub mod model;
 pub mod report;
