@@ -122,3 +122,48 @@ impl ExecContext {
         &self.workspace
     }
 }
+
+/// What rebuild needs: the plan, the boundary and the observations to splice in (fresh
+/// ones after a replay; the originals for prepare-only).
+#[derive(Debug, Clone)]
+pub struct RebuildRequest<'a> {
+    pub source: &'a Path,
+    pub plan: &'a Plan,
+    pub after_step: usize,
+    /// Observation per call id of batches 1..=after_step.
+    pub observations: &'a std::collections::BTreeMap<String, Observation>,
+    pub workspace: &'a Path,
+    /// The run's state directory: isolated agent homes/config dirs live below it.
+    pub state_dir: &'a Path,
+    /// Where the native session artifact is copied for the user (output dir).
+    pub artifact_path: &'a Path,
+}
+
+/// A native session written for the agent to resume.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RebuiltSession {
+    /// The session file the agent will read (inside the isolated home/config dir).
+    pub native_path: PathBuf,
+    /// The copy in the output dir.
+    pub artifact_path: PathBuf,
+    /// `blake3:<hex>` of the file bytes.
+    pub digest: String,
+    pub records: u64,
+    pub session_id: String,
+    /// The canonical message prefix (the model-visible conversation up to O′N, in the
+    /// agent's API protocol) the first continuation request must carry.
+    pub prefix: Vec<serde_json::Value>,
+}
+
+/// Errors of rebuild and continuation.
+#[derive(Debug, thiserror::Error)]
+pub enum AdapterError {
+    #[error("{0}")]
+    Trajectory(#[from] crate::error::TrajectoryError),
+    #[error("i/o error on {path}: {source}")]
+    Io { path: PathBuf, #[source] source: std::io::Error },
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+    #[error("continuation failed: {0}")]
+    Continuation(String),
+}
