@@ -162,9 +162,7 @@ impl<R: Read> RecordReader<R> {
         self.next_seq += 1;
         self.records += 1;
         self.offset += full.len() as u64;
-        full.truncate(body_end);
-        let payload = full.split_off(FRAME_HEADER_LEN);
-        Ok(Some(RecordFrame { seq: fh.seq, kind: fh.kind, at_ms: fh.at_ms, payload, chain: computed, offset: start }))
+        Ok(Some(RecordFrame::new(fh.seq, fh.kind, fh.at_ms, computed, start, full)))
     }
 
     /// The record at `start` did not validate; `have` holds the bytes already read from it.

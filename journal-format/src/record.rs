@@ -110,22 +110,33 @@ pub fn decode_frame_header(seed: u32, b: &[u8; FRAME_HEADER_LEN]) -> Result<Fram
     })
 }
 
-/// One complete, checksum-valid record.
+/// One complete, checksum-valid record. Holds the whole framed bytes (no copy of the
+/// payload is made); [`RecordFrame::payload`] borrows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordFrame {
     pub seq: u64,
     pub kind: u16,
     pub at_ms: u64,
-    pub payload: Vec<u8>,
     /// The chain hash stored in the record.
     pub chain: ChainHash,
     /// Byte offset of the record in the file.
     pub offset: u64,
+    bytes: Vec<u8>,
 }
 
 impl RecordFrame {
+    pub(crate) fn new(seq: u64, kind: u16, at_ms: u64, chain: ChainHash, offset: u64, bytes: Vec<u8>) -> Self {
+        RecordFrame { seq, kind, at_ms, chain, offset, bytes }
+    }
+    pub fn payload(&self) -> &[u8] {
+        &self.bytes[FRAME_HEADER_LEN..self.bytes.len() - TRAILER_LEN]
+    }
+    /// The record exactly as framed on disk.
+    pub fn framed(&self) -> &[u8] {
+        &self.bytes
+    }
     pub fn framed_len(&self) -> u64 {
-        self.payload.len() as u64 + OVERHEAD as u64
+        self.bytes.len() as u64
     }
 }
 

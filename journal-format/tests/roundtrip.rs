@@ -63,7 +63,7 @@ proptest! {
         let mut got = vec![];
         while let Some(r) = rr.next_record().unwrap() {
             prop_assert_eq!(r.at_ms, at);
-            got.push(Event::decode(r.kind, &r.payload).unwrap());
+            got.push(Event::decode(r.kind, r.payload()).unwrap());
         }
         prop_assert_eq!(got, events);
         prop_assert_eq!(rr.head(), enc.head());
@@ -77,7 +77,7 @@ proptest! {
         if let Ok(mut rr) = RecordReader::open(&bytes[..]) {
             let mut n = 0;
             while let Ok(Some(r)) = rr.next_record() {
-                let _ = Event::decode(r.kind, &r.payload);
+                let _ = Event::decode(r.kind, r.payload());
                 n += 1;
                 prop_assert!(n < 10_000);
             }

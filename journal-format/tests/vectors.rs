@@ -173,7 +173,7 @@ fn every_event_of_the_complete_vector_decodes_back() {
     let mut rr = RecordReader::open(&bytes[..]).unwrap();
     let mut got = vec![];
     while let Some(r) = rr.next_record().unwrap() {
-        got.push(Event::decode(r.kind, &r.payload).unwrap());
+        got.push(Event::decode(r.kind, r.payload()).unwrap());
     }
     assert_eq!(got, complete_events());
 }

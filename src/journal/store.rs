@@ -37,7 +37,8 @@ pub struct StoredEvent {
 pub enum Durability {
     /// fdatasync before returning.
     Sync,
-    /// Written to the OS; durable at the next `commit` or synced append.
+    /// Kept in the process (flushed to the OS at 1 MiB); durable at the next `commit` or
+    /// synced append. Lost if the process dies before that, like any unsynced write.
     Buffered,
 }
 
@@ -58,6 +59,10 @@ pub struct Journal<S: Storage = FileStorage> {
     poisoned: bool,
     /// Bytes appended but not yet synced.
     pending: bool,
+    /// Buffered appends not yet handed to the OS (flushed at 1 MiB, on commit, on sync).
+    buf: Vec<u8>,
+    /// Length of the file including `buf`.
+    len: u64,
     _lock: Option<LockFile>,
     clock: fn() -> u64,
 }
@@ -140,7 +145,8 @@ impl<S: Storage> Journal<S> {
             storage.append(&header.encode()).map_err(io)?;
             storage.sync().map_err(|e| JournalError::SyncFailed { path: path.clone(), source: e })?;
             let encoder = Encoder::new(&header);
-            let mut j = Journal { storage, path, header, encoder, poisoned: false, pending: false, _lock: None, clock };
+            let len = storage.len().map_err(|e| JournalError::Io { path: path.clone(), source: e })?;
+            let mut j = Journal { storage, path, header, encoder, poisoned: false, pending: false, buf: Vec::new(), len, _lock: None, clock };
             let mut events = Vec::new();
             if let Opened::Recovered { offset, length, quarantine } = &opened {
                 let ev = Event::Recovered(Recovered { offset: *offset, length: *length, quarantine_path: quarantine.display().to_string() });
@@ -153,7 +159,7 @@ impl<S: Storage> Journal<S> {
             let mut rr = RecordReader::open(reader).map_err(|e| JournalError::from_scan(path.clone(), e))?;
             let mut events = Vec::new();
             while let Some(rec) = rr.next_record().map_err(|e| JournalError::from_scan(path.clone(), e))? {
-                let event = Event::decode(rec.kind, &rec.payload).map_err(|e| JournalError::Decode { path: path.clone(), seq: rec.seq, offset: rec.offset, source: e })?;
+                let event = Event::decode(rec.kind, rec.payload()).map_err(|e| JournalError::Decode { path: path.clone(), seq: rec.seq, offset: rec.offset, source: e })?;
                 events.push(StoredEvent { seq: rec.seq, at_ms: rec.at_ms, offset: rec.offset, event });
             }
             (*rr.header(), events, rr.last_seq(), rr.head(), rr.tail().expect("tail set at end"))
@@ -162,7 +168,7 @@ impl<S: Storage> Journal<S> {
             return Err(JournalError::NotWritable { path, major: header.major, minor: header.minor });
         }
         let encoder = Encoder::resume(&header, last_seq, head);
-        let mut j = Journal { storage, path, header, encoder, poisoned: false, pending: false, _lock: None, clock };
+        let mut j = Journal { storage, path, header, encoder, poisoned: false, pending: false, buf: Vec::new(), len, _lock: None, clock };
         let mut events = events;
         let opened = match tail {
             TailState::Clean { .. } => Opened::Intact,
@@ -173,6 +179,7 @@ impl<S: Storage> Journal<S> {
                 let q = quarantine_path(&quarantine);
                 write_quarantine(&q, &b).map_err(|e| JournalError::Io { path: q.clone(), source: e })?;
                 j.storage.truncate(offset).map_err(|e| JournalError::Io { path: j.path.clone(), source: e })?;
+                j.len = offset;
                 j.sync_now()?;
                 let ev = Event::Recovered(Recovered { offset, length: len, quarantine_path: q.display().to_string() });
                 events.push(j.append(ev, Durability::Sync)?);
@@ -197,11 +204,27 @@ impl<S: Storage> Journal<S> {
     pub fn storage(&self) -> &S {
         &self.storage
     }
-    pub fn into_storage(self) -> S {
+    pub fn into_storage(mut self) -> S {
+        let _ = self.flush_buf();
         self.storage
     }
 
+    fn flush_buf(&mut self) -> Result<(), JournalError> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let r = self.storage.append(&self.buf);
+        self.buf.clear();
+        if let Err(e) = r {
+            // A partial write may have reached the file: nothing more may be appended.
+            self.poisoned = true;
+            return Err(JournalError::Io { path: self.path.clone(), source: e });
+        }
+        Ok(())
+    }
+
     fn sync_now(&mut self) -> Result<(), JournalError> {
+        self.flush_buf()?;
         if let Err(e) = self.storage.sync() {
             self.poisoned = true;
             return Err(JournalError::SyncFailed { path: self.path.clone(), source: e });
@@ -216,16 +239,16 @@ impl<S: Storage> Journal<S> {
             return Err(JournalError::Poisoned { path: self.path.clone() });
         }
         let at_ms = (self.clock)();
-        let offset = self.storage.len().map_err(|e| JournalError::Io { path: self.path.clone(), source: e })?;
+        let offset = self.len;
         let mut enc = self.encoder.clone();
         let bytes = enc.encode(&event, at_ms).map_err(|e| JournalError::TooLarge { path: self.path.clone(), source: e })?;
-        if let Err(e) = self.storage.append(&bytes) {
-            // A partial write may have reached the file: nothing more may be appended.
-            self.poisoned = true;
-            return Err(JournalError::Io { path: self.path.clone(), source: e });
-        }
         self.encoder = enc;
+        self.len += bytes.len() as u64;
         self.pending = true;
+        self.buf.extend_from_slice(&bytes);
+        if self.buf.len() >= 1 << 20 {
+            self.flush_buf()?;
+        }
         if durability == Durability::Sync {
             self.sync_now()?;
         }
@@ -256,7 +279,7 @@ pub fn read_events(path: &Path, mut f: impl FnMut(StoredEvent) -> Result<(), Jou
 pub fn stream_events(reader: impl Read, path: &Path, f: &mut dyn FnMut(StoredEvent) -> Result<(), JournalError>) -> Result<journal_format::ScanReport, JournalError> {
     let mut rr = RecordReader::open(reader).map_err(|e| JournalError::from_scan(path.to_path_buf(), e))?;
     while let Some(rec) = rr.next_record().map_err(|e| JournalError::from_scan(path.to_path_buf(), e))? {
-        let event = Event::decode(rec.kind, &rec.payload).map_err(|e| JournalError::Decode { path: path.to_path_buf(), seq: rec.seq, offset: rec.offset, source: e })?;
+        let event = Event::decode(rec.kind, rec.payload()).map_err(|e| JournalError::Decode { path: path.to_path_buf(), seq: rec.seq, offset: rec.offset, source: e })?;
         f(StoredEvent { seq: rec.seq, at_ms: rec.at_ms, offset: rec.offset, event })?;
     }
     Ok(journal_format::ScanReport { header: *rr.header(), records: rr.records(), last_seq: rr.last_seq(), head: rr.head(), tail: rr.tail().expect("set") })
