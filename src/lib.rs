@@ -14,8 +14,11 @@
 pub mod adapter;
 pub mod adapters;
 pub mod cli;
+pub mod digest;
+pub mod engine;
 pub mod error;
 pub mod fold;
 pub mod journal;
 pub mod model;
 pub mod report;
+pub mod request;

@@ -167,3 +167,23 @@ pub enum AdapterError {
     #[error("continuation failed: {0}")]
     Continuation(String),
 }
+
+/// One agent's replay semantics. Every agent adapter implements the same parts: parse,
+/// tools (classify + execute with the agent's own output format), rebuild, continue.
+pub trait Adapter: Send + Sync {
+    /// The agent name used on the command line (`claude-code`, `codex`, …).
+    fn name(&self) -> &'static str;
+    /// Parse a native trajectory into a plan of batches.
+    fn parse(&self, path: &Path, bytes: &[u8]) -> Result<Plan, crate::error::TrajectoryError>;
+    /// How a call may be treated (refused, re-run after a crash…).
+    fn classify(&self, call: &ToolCall) -> ToolClass;
+    /// Re-execute one call in the sandbox with the agent's semantics and output format.
+    fn execute(&self, call: &ToolCall, ctx: &ExecContext) -> Result<ToolOutcome, crate::error::ExecError>;
+    /// The observation text with dynamic fields (wall times, chunk ids…) masked, so that
+    /// comparisons report equality of the rest. Identity by default.
+    fn mask_dynamic(&self, _call: &ToolCall, text: &str) -> String {
+        text.to_owned()
+    }
+    /// Write the native session the agent will resume, with the given observations.
+    fn rebuild(&self, req: &RebuildRequest) -> Result<RebuiltSession, AdapterError>;
+}

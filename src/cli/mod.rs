@@ -4,6 +4,7 @@
 pub mod error;
 pub mod exit;
 pub mod journal;
+pub mod replay;
 pub mod stress;
 
 use clap::{Parser, Subcommand};
@@ -17,6 +18,9 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Replay a trajectory's first N tool-call batches in this sandbox, rebuild the agent's
+    /// native session, and continue it with the real agent.
+    Replay(Box<replay::ReplayArgs>),
     /// Inspect, verify and export replay journals.
     #[command(subcommand)]
     Journal(journal::JournalCmd),
@@ -33,6 +37,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
     };
     let res = match cli.command {
         Command::Journal(cmd) => journal::run(cmd),
+        Command::Replay(args) => replay::run(*args),
     };
     match res {
         Ok(code) => code,

@@ -105,7 +105,7 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
             if entry.finished.is_some() {
                 return Err(err(s, format!("call {} of batch {k} already finished; completed calls are never re-run", c.call)));
             }
-            if entry.starts > 0 && entry.in_doubt_decisions.len() < entry.starts as usize {
+            if entry.starts > 0 && entry.accepted_decisions() < entry.starts as usize {
                 return Err(err(s, format!("call {} of batch {k} restarted without an in-doubt decision", c.call)));
             }
             entry.batch = k;
@@ -115,6 +115,7 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
             entry.class = c.class.clone();
             entry.args_digest = c.args_digest.clone();
             entry.starts += 1;
+            s.blocked = None;
         }
         (Phase::Replaying(k), Event::InDoubtResolved(d)) => {
             let Some(entry) = s.calls.get_mut(&call_key(k, d.call)) else {
@@ -124,6 +125,7 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
                 return Err(err(s, format!("call {} of batch {k} is not in doubt", d.call)));
             }
             entry.in_doubt_decisions.push(d.decision.clone());
+            s.blocked = (d.decision == "stopped").then(|| format!("batch {k} call {} ({}, {}) started before the crash and has no recorded outcome; it changes the workspace, so re-running it could apply it twice", d.call, d.tool, d.call_id));
         }
         (Phase::Replaying(k), Event::ToolCallFinished(f)) => {
             let entry = s.calls.get_mut(&call_key(k, f.call));

@@ -95,7 +95,8 @@ pub fn early_failure(category: &str, message: &str, run_id: Option<String>, stat
 /// Derive the result from the state. Pure.
 pub fn derive(s: &ReplayState) -> ReplayResult {
     let req = s.request.as_ref();
-    let failed = s.failure.is_some();
+    let blocked = s.blocked.as_ref().filter(|_| !s.phase.is_terminal()).map(|m| Failure { category: "ambiguous_execution".into(), message: m.clone() });
+    let failed = s.failure.is_some() || blocked.is_some();
     let has = |role: &str| s.sessions.contains_key(role);
     let phase = if s.agent_exit.is_some() && !failed {
         Some("continued")
@@ -195,7 +196,7 @@ pub fn derive(s: &ReplayState) -> ReplayResult {
         state_dir: req.map(|r| r.state_dir.clone()),
         output_dir: out,
         artifacts,
-        failure: s.failure.as_ref().map(|f| Failure { category: f.category.clone(), message: f.message.clone() }),
+        failure: s.failure.as_ref().map(|f| Failure { category: f.category.clone(), message: f.message.clone() }).or(blocked),
         retryable,
         metadata,
     }

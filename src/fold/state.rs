@@ -57,6 +57,10 @@ pub struct CallState {
 }
 
 impl CallState {
+    /// In-doubt decisions that allow a re-run (`stopped` does not).
+    pub fn accepted_decisions(&self) -> usize {
+        self.in_doubt_decisions.iter().filter(|d| *d != "stopped").count()
+    }
     /// Started without a recorded outcome.
     pub fn in_doubt(&self) -> bool {
         self.starts > 0 && self.finished.is_none()
@@ -103,6 +107,8 @@ pub struct ReplayState {
     pub finished: Option<RunFinished>,
     pub recoveries: Vec<Recovered>,
     pub resumes: u64,
+    /// The run is stopped on an in-doubt mutating call until a resume accepts a re-run.
+    pub blocked: Option<String>,
     pub last_seq: u64,
     pub events: u64,
     pub first_at_ms: Option<u64>,
@@ -127,6 +133,7 @@ impl Default for ReplayState {
             finished: None,
             recoveries: Vec::new(),
             resumes: 0,
+            blocked: None,
             last_seq: 0,
             events: 0,
             first_at_ms: None,

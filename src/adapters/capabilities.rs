@@ -1,0 +1,47 @@
+//! The per-agent capability table: pinned versions, which versions are accepted, and what
+//! each adapter can do. Version decisions are made here and nowhere else.
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capability {
+    pub agent: &'static str,
+    /// The version the adapter is proven against (the fixtures' version).
+    pub pinned: &'static str,
+    /// Version prefixes accepted (exact pinned version first).
+    pub accepted: &'static [&'static str],
+    /// npm or PyPI package that `scripts/install-agents.sh` installs.
+    pub package: &'static str,
+    pub can_replay: bool,
+    pub can_continue: bool,
+}
+
+pub const TABLE: &[Capability] = &[
+    Capability { agent: "claude-code", pinned: "2.1.332", accepted: &["2.1.332"], package: "npm:@anthropic-ai/claude-code", can_replay: true, can_continue: true },
+    Capability { agent: "codex", pinned: "0.149.0", accepted: &["0.149.0"], package: "npm:@openai/codex", can_replay: false, can_continue: false },
+    Capability { agent: "opencode", pinned: "1.17.11", accepted: &["1.17."], package: "npm:opencode-ai", can_replay: false, can_continue: false },
+    Capability { agent: "pi", pinned: "0.83.0", accepted: &["0.83.0"], package: "npm:@earendil-works/pi-coding-agent", can_replay: false, can_continue: false },
+    Capability { agent: "mini-swe-agent", pinned: "2.4.6", accepted: &["2.4.", "1.17."], package: "pypi:mini-swe-agent", can_replay: false, can_continue: false },
+    Capability { agent: "openhands", pinned: "1.34.0", accepted: &["1.34."], package: "pypi:openhands-sdk", can_replay: false, can_continue: false },
+];
+
+pub fn lookup(agent: &str) -> Option<&'static Capability> {
+    TABLE.iter().find(|c| c.agent == agent)
+}
+
+impl Capability {
+    /// Whether a probed or recorded version is supported.
+    pub fn accepts(&self, version: &str) -> bool {
+        let v = version.trim().split_whitespace().next().unwrap_or("");
+        self.accepted.iter().any(|p| if p.ends_with('.') { v.starts_with(p) } else { v == *p })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn versions() {
+        let c = super::lookup("claude-code").unwrap();
+        assert!(c.accepts("2.1.332 (Claude Code)"));
+        assert!(!c.accepts("2.1.220"));
+        assert!(super::lookup("opencode").unwrap().accepts("1.17.11"));
+    }
+}

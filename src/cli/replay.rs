@@ -1,0 +1,183 @@
+//! `pvisor replay`: flags, TOML and JSON request forms, and the result on stdout.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::error::CliError;
+use super::exit;
+use crate::engine::{self, Start};
+use crate::fold::result::early_failure;
+use crate::request::{self, ModelProtocol, ReplayRequest, RequestFields};
+
+#[derive(Debug, Args)]
+#[command(after_help = "EXAMPLES:
+  # replay the first 3 tool-call batches, rebuild the session, stop before the model
+  pvisor replay --agent claude-code --trajectory session.jsonl --after-step 3 --replay-only
+
+  # build the native prefix only (no tool runs, no agent needed)
+  pvisor replay --agent claude-code --trajectory session.jsonl --after-step 3 --prepare-only
+
+  # replay, then let the real agent continue against the built-in scripted model
+  pvisor replay --agent claude-code --trajectory session.jsonl --after-step 3 \\
+      --max-steps 8 --model-script turns.json --agent-entrypoint .cache/agents/claude-code/node_modules/.bin/claude
+
+  # the same request from a file, and resuming an interrupted run
+  pvisor replay --config replay.toml
+  pvisor replay --resume-journal .pvisor/state/run-123
+
+The result is one JSON line on stdout (schema sandbox-playback.result/v3), also written to
+<output-dir>/<run-id>/result.json. Exit codes: docs/cli.md.")]
+pub struct ReplayArgs {
+    /// Agent whose trajectory is replayed (claude-code, codex, opencode, pi, mini-swe-agent, openhands).
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// The agent's native trajectory (session) file.
+    #[arg(long)]
+    pub trajectory: Option<PathBuf>,
+    /// Boundary N: replay the first N complete tool-call batches.
+    #[arg(long)]
+    pub after_step: Option<u64>,
+    /// Exact agent executable for the continuation (its version is probed).
+    #[arg(long)]
+    pub agent_entrypoint: Option<PathBuf>,
+    /// The sandbox workspace the tools run in [default: current directory].
+    #[arg(long)]
+    pub workspace: Option<PathBuf>,
+    /// Root of run state directories (journal, blobs) [default: .pvisor/state].
+    #[arg(long)]
+    pub state_dir: Option<PathBuf>,
+    /// Root of run output directories (result, artifacts) [default: .pvisor/output].
+    #[arg(long)]
+    pub output_dir: Option<PathBuf>,
+    /// Run id (a directory name) [default: generated].
+    #[arg(long)]
+    pub run_id: Option<String>,
+    /// Native session id to use where the agent allows choosing it.
+    #[arg(long)]
+    pub session_id: Option<String>,
+    /// Total action budget, the replayed prefix included.
+    #[arg(long)]
+    pub max_steps: Option<u64>,
+    /// Validate and build the native prefix with the original observations; run nothing.
+    #[arg(long)]
+    pub prepare_only: bool,
+    /// Replay and rebuild, but send no model request.
+    #[arg(long)]
+    pub replay_only: bool,
+    /// Reuse original observations that cannot be regenerated (result: degraded).
+    #[arg(long)]
+    pub allow_stale_observations: bool,
+    /// Disable extended thinking in continuation requests.
+    #[arg(long)]
+    pub disable_thinking: bool,
+    /// One user message added after O′N before the first live inference (never stored in plain text).
+    #[arg(long)]
+    pub boundary_user_prompt: Option<String>,
+    /// Model upstream URL for the continuation.
+    #[arg(long)]
+    pub model_base_url: Option<String>,
+    /// Model upstream protocol.
+    #[arg(long, value_enum)]
+    pub model_protocol: Option<ProtocolArg>,
+    /// Name of the environment variable holding the upstream API key.
+    #[arg(long)]
+    pub model_api_key_env: Option<String>,
+    /// Model name sent upstream.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Built-in scripted upstream: a JSON list of assistant turns (docs/model-script.md).
+    #[arg(long)]
+    pub model_script: Option<PathBuf>,
+    /// TOML file with a [replay] table (keys: these flags in snake_case).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Versioned JSON request (schema pvisor.replay-request/v1).
+    #[arg(long)]
+    pub request: Option<PathBuf>,
+    /// Continue an interrupted run from its journal (file or state directory).
+    #[arg(long, conflicts_with_all = ["agent", "trajectory", "after_step", "config", "request", "prepare_only", "replay_only", "max_steps", "run_id", "workspace", "state_dir", "output_dir"])]
+    pub resume_journal: Option<PathBuf>,
+    /// On resume: re-run a mutating call whose outcome is in doubt (at-least-once).
+    #[arg(long)]
+    pub accept_at_least_once: bool,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ProtocolArg {
+    Anthropic,
+    OpenaiResponses,
+    OpenaiChat,
+}
+
+impl ReplayArgs {
+    fn fields(&self) -> RequestFields {
+        let t = |b: bool| if b { Some(true) } else { None };
+        RequestFields {
+            schema_version: None,
+            agent: self.agent.clone(),
+            trajectory: self.trajectory.clone(),
+            after_step: self.after_step,
+            agent_entrypoint: self.agent_entrypoint.clone(),
+            workspace: self.workspace.clone(),
+            state_dir: self.state_dir.clone(),
+            output_dir: self.output_dir.clone(),
+            run_id: self.run_id.clone(),
+            session_id: self.session_id.clone(),
+            max_steps: self.max_steps,
+            prepare_only: t(self.prepare_only),
+            replay_only: t(self.replay_only),
+            allow_stale_observations: t(self.allow_stale_observations),
+            disable_thinking: t(self.disable_thinking),
+            boundary_user_prompt: self.boundary_user_prompt.clone(),
+            model_base_url: self.model_base_url.clone(),
+            model_protocol: self.model_protocol.map(|p| match p {
+                ProtocolArg::Anthropic => ModelProtocol::Anthropic,
+                ProtocolArg::OpenaiResponses => ModelProtocol::OpenaiResponses,
+                ProtocolArg::OpenaiChat => ModelProtocol::OpenaiChat,
+            }),
+            model_api_key_env: self.model_api_key_env.clone(),
+            model: self.model.clone(),
+            model_script: self.model_script.clone(),
+            accept_at_least_once: t(self.accept_at_least_once),
+        }
+    }
+}
+
+fn print(result: &crate::fold::ReplayResult) {
+    println!("{}", serde_json::to_string(result).unwrap_or_default());
+}
+
+pub fn run(args: ReplayArgs) -> Result<i32, CliError> {
+    let start = if let Some(path) = args.resume_journal.clone() {
+        Start::Resume { path, boundary_user_prompt: args.boundary_user_prompt.clone(), accept_at_least_once: args.accept_at_least_once }
+    } else {
+        let mut fields = args.fields();
+        let loaded = match (&args.config, &args.request) {
+            (Some(_), Some(_)) => Err(request::RequestError { message: "--config and --request exclude each other".into(), hint: None }),
+            (Some(c), None) => request::load_toml(c).map(Some),
+            (None, Some(r)) => request::load_json(r).map(Some),
+            (None, None) => Ok(None),
+        };
+        let req = loaded.and_then(|l| {
+            if let Some(l) = l {
+                fields = fields.or(l);
+            }
+            fields.schema_version = None;
+            ReplayRequest::from_fields(fields)
+        });
+        match req {
+            Ok(r) => Start::Fresh(r),
+            Err(e) => {
+                print(&early_failure("configuration_error", &e.message, args.run_id.clone(), None, None));
+                return Err(CliError::new(exit::CONFIGURATION, e.message, e.hint));
+            }
+        }
+    };
+    let out = engine::run(start);
+    print(&out.result);
+    if let Some(f) = &out.result.failure {
+        eprintln!("{}", CliError::new(out.exit_code, format!("{}: {}", f.category, f.message), out.hint.clone()).render());
+    }
+    Ok(out.exit_code)
+}

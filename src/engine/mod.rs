@@ -1,0 +1,237 @@
+//! The engine: one loop — fold the journal → decide the next step → perform it → append its
+//! event — for fresh runs and `--resume-journal` alike.
+
+pub mod decide;
+pub mod failure;
+pub mod outputs;
+pub mod perform;
+pub mod progress;
+pub mod recorder;
+
+use std::path::PathBuf;
+
+use journal_format::event::*;
+use journal_format::Event;
+
+pub use decide::{decide, Step};
+pub use failure::RunError;
+use recorder::Recorder;
+
+use crate::adapter::{Adapter, Plan};
+use crate::fold::{self, result, ReplayResult};
+use crate::journal::{resolve_path, BlobStore, Journal};
+use crate::request::ReplayRequest;
+
+/// How a run starts.
+pub enum Start {
+    Fresh(ReplayRequest),
+    /// Continue an interrupted run. The boundary prompt, if the run has one and it is not
+    /// injected yet, must be given again (it is never stored).
+    Resume { path: PathBuf, boundary_user_prompt: Option<String>, accept_at_least_once: bool },
+}
+
+pub struct Outcome {
+    pub result: ReplayResult,
+    pub exit_code: i32,
+    /// A one-line hint for the failure, if any.
+    pub hint: Option<String>,
+}
+
+fn early(e: &RunError, req: Option<&ReplayRequest>) -> Outcome {
+    let r = result::early_failure(e.category(), &e.to_string(), req.map(|r| r.run_id.clone()), req.map(|r| r.state_dir.display().to_string()), req.map(|r| r.output_dir.display().to_string()));
+    Outcome { exit_code: crate::cli::exit::for_category(e.category()), hint: hint_for(e), result: r }
+}
+
+pub fn hint_for(e: &RunError) -> Option<String> {
+    Some(match e {
+        RunError::Configuration(_) => "see `pvisor replay --help` and docs/cli.md".into(),
+        RunError::Trajectory(_) => "check the trajectory file at the line named; pvisor never guesses past a damaged record".into(),
+        RunError::UnsupportedAgent(_) | RunError::UnsupportedVersion(_) => "docs/agents/ lists the supported agents and versions".into(),
+        RunError::Workspace(_) => "run inside the fresh sandbox, with the workspace at the same path as the original run".into(),
+        RunError::ExecutorRefused(_) => "unknown and non-regenerable tools are refused before anything runs".into(),
+        RunError::AmbiguousExecution(_) => "inspect the workspace; resume with --accept-at-least-once to re-run the call, or start a new run in a fresh sandbox".into(),
+        RunError::Journal(_) => "`pvisor journal verify` on the state directory says what is wrong".into(),
+        _ => return None,
+    })
+}
+
+/// Run to the end (or the first failure) and materialize the outputs.
+pub fn run(start: Start) -> Outcome {
+    run_with(start, |name| crate::adapters::by_name(name).map_err(|e| e.to_string()))
+}
+
+/// The same with a caller-chosen adapter lookup (tests use fakes).
+pub fn run_with(start: Start, lookup: impl Fn(&str) -> Result<Box<dyn Adapter>, String>) -> Outcome {
+    let (req, journal, events) = match open(start) {
+        Ok(x) => x,
+        Err((e, req)) => return early(&e, req.as_ref()),
+    };
+    let state = match fold::fold(&events) {
+        Ok(s) => s,
+        Err(e) => return early(&RunError::Internal(format!("journal {}: {e}", journal.path().display())), Some(&req)),
+    };
+    let adapter = match lookup(&req.agent) {
+        Ok(a) => a,
+        Err(e) => {
+            // journal the failure so the run's directory says why
+            let mut rec = Recorder::new(journal, state, BlobStore::new(&req.state_dir));
+            let err = RunError::UnsupportedAgent(e);
+            if rec.state.phase == fold::Phase::Empty {
+                let _ = rec.record(perform::request_event(&req, None));
+            }
+            return finish_failed(&mut rec, &req, err);
+        }
+    };
+    let mut rec = Recorder::new(journal, state, BlobStore::new(&req.state_dir));
+    if !events.is_empty() && !rec.state.phase.is_terminal() {
+        let from = rec.state.last_seq;
+        if let Err(e) = rec.record(Event::Resumed(Resumed { from_seq: from, pvisor_version: env!("CARGO_PKG_VERSION").into() })) {
+            return finish_failed(&mut rec, &req, e);
+        }
+    }
+    let mut progress = progress::Progress::new();
+    match drive(&mut rec, adapter.as_ref(), &req, &mut progress) {
+        Ok(()) => {
+            progress.clear();
+            conclude(&mut rec, &req, None)
+        }
+        Err(e) => {
+            progress.clear();
+            finish_failed(&mut rec, &req, e)
+        }
+    }
+}
+
+fn open(start: Start) -> Result<(ReplayRequest, Journal, Vec<crate::journal::StoredEvent>), (RunError, Option<ReplayRequest>)> {
+    match start {
+        Start::Fresh(req) => {
+            for d in [&req.state_dir, &req.output_dir] {
+                std::fs::create_dir_all(d).map_err(|e| (RunError::Configuration(format!("cannot create {}: {e}", d.display())), Some(req.clone())))?;
+            }
+            let (j, events, _) = Journal::open_dir(&req.state_dir).map_err(|e| (RunError::from(e), Some(req.clone())))?;
+            if events.iter().any(|e| matches!(e.event, Event::RunRequested(_))) {
+                return Err((RunError::Configuration(format!("run id `{}` already has a journal in {}", req.run_id, req.state_dir.display())), Some(req)));
+            }
+            Ok((req, j, events))
+        }
+        Start::Resume { path, boundary_user_prompt, accept_at_least_once } => {
+            let file = resolve_path(&path).map_err(|e| (RunError::Configuration(e.to_string()), None))?;
+            let dir = file.parent().map(PathBuf::from).unwrap_or_default();
+            let (j, events, _) = Journal::open_dir(&dir).map_err(|e| (RunError::from(e), None))?;
+            let requested = events.iter().find_map(|e| match &e.event {
+                Event::RunRequested(r) => Some(r.clone()),
+                _ => None,
+            });
+            let Some(r) = requested else {
+                return Err((RunError::Configuration(format!("{} holds no run request: nothing to resume", file.display())), None));
+            };
+            let mut req = ReplayRequest::from_canonical(&r.request_json, boundary_user_prompt).map_err(|e| (RunError::Configuration(e.message), None))?;
+            req.accept_at_least_once |= accept_at_least_once;
+            Ok((req, j, events))
+        }
+    }
+}
+
+fn load_plan(rec: &Recorder, adapter: &dyn Adapter, req: &ReplayRequest) -> Result<Plan, RunError> {
+    let (plan, sha) = perform::parse_source(adapter, req)?;
+    if let Some(p) = &rec.state.parsed {
+        if p.source_sha256 != sha {
+            return Err(crate::error::TrajectoryError::new(&req.trajectory, 0, "file", format!("the trajectory changed since this run parsed it ({} then, {sha} now); a resumed run must replay the same source", p.source_sha256)).into());
+        }
+    }
+    Ok(plan)
+}
+
+fn drive(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, progress: &mut progress::Progress) -> Result<(), RunError> {
+    let mut plan: Option<Plan> = None;
+    loop {
+        let step = decide(&rec.state);
+        progress.show(&rec.state, step);
+        if matches!(step, Step::Done) {
+            return Ok(());
+        }
+        if plan.is_none() && !matches!(step, Step::Request | Step::Parse | Step::Finish) {
+            plan = Some(load_plan(rec, adapter, req)?);
+        }
+        match step {
+            Step::Request => {
+                rec.record(perform::request_event(req, None))?;
+            }
+            Step::Parse => plan = Some(perform::parse(rec, adapter, req)?),
+            Step::Validate => perform::validate(rec, adapter, req, plan.as_ref().unwrap())?,
+            Step::Prepare => {
+                let p = plan.as_ref().unwrap();
+                let obs = perform::original_observations(p, req.after_step as usize);
+                perform::write_session(rec, adapter, req, p, &obs, SessionRole::Prepared)?;
+            }
+            Step::StartBatch(k) => {
+                let n = plan.as_ref().unwrap().batches[k as usize - 1].calls.len() as u64;
+                rec.record(Event::BatchStarted(BatchStarted { batch: k, calls: n }))?;
+            }
+            Step::ResolveInDoubt(k, i) => {
+                let c = rec.state.calls[&(k, i)].clone();
+                let read_only = c.class == "read_only";
+                let decision = if read_only { "rerun_read_only" } else if req.accept_at_least_once { "rerun_accepted" } else { "stopped" };
+                let already_stopped = c.in_doubt_decisions.last().map(|d| d == "stopped").unwrap_or(false);
+                if !(decision == "stopped" && already_stopped) {
+                    rec.record(Event::InDoubtResolved(InDoubtResolved { batch: k, call: i, call_id: c.call_id.clone(), tool: c.tool.clone(), decision: decision.into() }))?;
+                }
+                if decision == "stopped" {
+                    return Err(RunError::AmbiguousExecution(rec.state.blocked.clone().unwrap_or_default()));
+                }
+            }
+            Step::RunCall(k, i) => perform::run_call(rec, adapter, req, plan.as_ref().unwrap(), k, i)?,
+            Step::Compare(k, i) => perform::compare(rec, adapter, plan.as_ref().unwrap(), k, i)?,
+            Step::FinishBatch(k) => {
+                let d = perform::workspace_digest(rec, &req.workspace);
+                rec.record(Event::BatchFinished(BatchFinished { batch: k, workspace_digest: d }))?;
+            }
+            Step::Rebuild => {
+                let obs = perform::fresh_observations(rec)?;
+                perform::write_session(rec, adapter, req, plan.as_ref().unwrap(), &obs, SessionRole::Reconstructed)?;
+            }
+            Step::Continue | Step::WriteContinued => {
+                return Err(RunError::UnsupportedAgent(format!("continuing `{}` is not available in this build; use --replay-only", req.agent)));
+            }
+            Step::Finish => {
+                let digest = final_result_digest(&rec.state);
+                rec.record(Event::RunFinished(RunFinished { result_digest: digest }))?;
+            }
+            Step::Done => unreachable!(),
+        }
+    }
+}
+
+/// The digest `run_finished` carries: of the result the fold derives once it is applied.
+fn final_result_digest(state: &fold::ReplayState) -> String {
+    let mut s = state.clone();
+    s.phase = fold::Phase::Finished;
+    s.finished = Some(RunFinished { result_digest: String::new() });
+    crate::digest::json_digest(&serde_json::to_value(result::derive(&s)).unwrap_or_default())
+}
+
+fn finish_failed(rec: &mut Recorder, req: &ReplayRequest, e: RunError) -> Outcome {
+    let hint = hint_for(&e);
+    let journaled = match &e {
+        // An in-doubt stop is journaled as a decision, and the run stays resumable.
+        RunError::AmbiguousExecution(_) => true,
+        // A journal that cannot be written cannot record its own failure.
+        RunError::Journal(_) => false,
+        _ => rec.record(Event::RunFailed(RunFailed { category: e.category().into(), message: e.to_string(), retryable: e.retryable() })).is_ok(),
+    };
+    if !journaled {
+        let mut o = early(&e, Some(req));
+        o.hint = hint;
+        return o;
+    }
+    conclude(rec, req, hint)
+}
+
+fn conclude(rec: &mut Recorder, req: &ReplayRequest, hint: Option<String>) -> Outcome {
+    let res = result::derive(&rec.state);
+    if let Err(m) = outputs::write_all(rec, &req.output_dir, &res) {
+        eprintln!("pvisor: warning: writing outputs: {m}");
+    }
+    let code = res.failure.as_ref().map(|f| crate::cli::exit::for_category(&f.category)).unwrap_or(0);
+    Outcome { result: res, exit_code: code, hint }
+}

@@ -1,0 +1,59 @@
+//! Materialize the output directory from the journal: plan, journal export, observation
+//! comparison, result. Idempotent: a resumed or re-run finished journal rewrites the same
+//! files, so a crash between the last event and these files loses nothing.
+
+use std::io::Write;
+use std::path::Path;
+
+use super::recorder::Recorder;
+use crate::adapter::Observation;
+use crate::fold::result::files;
+use crate::fold::ReplayResult;
+use crate::journal::blobs::write_atomic;
+use crate::report::export::export_line;
+
+fn io(p: &Path, e: std::io::Error) -> String {
+    format!("{}: {e}", p.display())
+}
+
+pub fn write_all(rec: &Recorder, out: &Path, result: &ReplayResult) -> Result<(), String> {
+    std::fs::create_dir_all(out).map_err(|e| io(out, e))?;
+    if let Some(p) = &rec.state.parsed {
+        if let Ok(plan) = rec.blobs.get(&p.plan_blob) {
+            write_atomic(&out.join(files::PLAN), &plan).map_err(|e| io(out, e))?;
+        }
+    }
+    // journal export
+    let path = out.join(files::JOURNAL_EXPORT);
+    let mut buf = Vec::new();
+    crate::journal::read_events(rec.journal.path(), |e| {
+        let _ = writeln!(buf, "{}", export_line(&e));
+        Ok(())
+    })
+    .map_err(|e| e.to_string())?;
+    write_atomic(&path, &buf).map_err(|e| io(&path, e))?;
+    // observation comparison
+    if !rec.state.calls.is_empty() {
+        let mut rows = vec![];
+        for c in rec.state.calls.values() {
+            let fresh: Option<Observation> = c.finished.as_ref().and_then(|f| rec.blobs.get(&f.observation_blob).ok()).and_then(|b| serde_json::from_slice(&b).ok());
+            let diff = c.compared.as_ref().and_then(|x| x.diff_blob.as_ref()).and_then(|b| rec.blobs.get(b).ok()).map(|b| String::from_utf8_lossy(&b).into_owned());
+            rows.push(serde_json::json!({
+                "batch": c.batch, "call": c.call, "call_id": c.call_id, "tool": c.tool,
+                "equal": c.compared.as_ref().map(|x| x.equal),
+                "equal_except_dynamic": c.compared.as_ref().map(|x| x.equal || x.equal_masked),
+                "stale": c.finished.as_ref().map(|f| f.stale),
+                "replayed_is_error": fresh.as_ref().map(|o| o.is_error),
+                "exit_code": c.finished.as_ref().and_then(|f| f.exit_code),
+                "observation_digest": c.finished.as_ref().map(|f| f.observation_digest.clone()),
+                "diff": diff,
+            }));
+        }
+        let v = serde_json::json!({ "schema_version": "pvisor.observation-comparison/v1", "calls": rows });
+        let p = out.join(files::OBSERVATIONS);
+        write_atomic(&p, serde_json::to_string_pretty(&v).unwrap_or_default().as_bytes()).map_err(|e| io(&p, e))?;
+    }
+    let p = out.join(files::RESULT);
+    write_atomic(&p, (serde_json::to_string_pretty(result).unwrap_or_default() + "\n").as_bytes()).map_err(|e| io(&p, e))?;
+    Ok(())
+}

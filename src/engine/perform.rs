@@ -1,0 +1,233 @@
+//! Perform one step: do the work, then journal its event. Each function is called only
+//! when `decide` chose its step, so it may trust the folded state.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use journal_format::event::*;
+use journal_format::Event;
+
+use super::failure::RunError;
+use super::recorder::Recorder;
+use crate::adapter::{Adapter, ExecContext, Observation, Plan, RebuildRequest, ToolClass};
+use crate::digest;
+use crate::request::ReplayRequest;
+
+pub fn class_name(c: ToolClass) -> &'static str {
+    match c {
+        ToolClass::ReadOnly => "read_only",
+        ToolClass::Mutating => "mutating",
+        ToolClass::NonRegenerable => "non_regenerable",
+        ToolClass::Unknown => "unknown",
+    }
+}
+
+pub fn request_event(req: &ReplayRequest, agent_version: Option<String>) -> Event {
+    let canonical = req.canonical_json();
+    Event::RunRequested(RunRequested {
+        run_id: req.run_id.clone(),
+        request_digest: digest::blake3(canonical.as_bytes()),
+        request_json: canonical,
+        agent: req.agent.clone(),
+        agent_version,
+        agent_entrypoint: req.agent_entrypoint.as_ref().map(|p| p.display().to_string()),
+        mode: req.mode,
+        after_step: req.after_step,
+        max_steps: req.max_steps,
+        boundary_prompt: req.prompt_facts(),
+        source_path: req.trajectory.display().to_string(),
+        workspace: req.workspace.display().to_string(),
+        state_dir: req.state_dir.display().to_string(),
+        output_dir: req.output_dir.display().to_string(),
+        pvisor_version: env!("CARGO_PKG_VERSION").into(),
+        model: Some(req.model_upstream()),
+    })
+}
+
+/// Read and parse the source. Returns the plan and the source's SHA-256.
+pub fn parse_source(adapter: &dyn Adapter, req: &ReplayRequest) -> Result<(Plan, String), RunError> {
+    let bytes = std::fs::read(&req.trajectory).map_err(|e| crate::error::TrajectoryError::new(&req.trajectory, 0, "file", format!("cannot read the trajectory: {e}")))?;
+    let plan = adapter.parse(&req.trajectory, &bytes)?;
+    Ok((plan, digest::sha256(&bytes)))
+}
+
+pub fn parse(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest) -> Result<Plan, RunError> {
+    let (plan, sha) = parse_source(adapter, req)?;
+    let plan_json = serde_json::to_vec_pretty(&plan).map_err(|e| RunError::Internal(e.to_string()))?;
+    let plan_blob = rec.blob(&plan_json)?;
+    let batches = plan
+        .batches
+        .iter()
+        .map(|b| BatchSummary {
+            index: b.index as u64,
+            model_turn: b.model_turn as u64,
+            locator: format!("line:{}", b.locator.line),
+            calls: b.calls.iter().map(|c| CallSummary { call_id: c.call_id.clone(), tool: c.tool.clone(), args_digest: digest::json_digest(&c.input), class: class_name(adapter.classify(c)).into() }).collect(),
+            complete: b.complete,
+        })
+        .collect();
+    rec.record(Event::TrajectoryParsed(TrajectoryParsed {
+        source_path: req.trajectory.display().to_string(),
+        source_sha256: sha,
+        session_id: plan.session_id.clone(),
+        recorded_version: plan.recorded_version.clone(),
+        model_turns: plan.model_turns as u64,
+        batches,
+        plan_blob,
+    }))?;
+    Ok(plan)
+}
+
+pub fn validate(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, plan: &Plan) -> Result<(), RunError> {
+    let n = req.after_step as usize;
+    let max = plan.max_boundary();
+    if n > max {
+        let why = if n <= plan.batches.len() { format!("batch {n} is incomplete (a call has no recorded result)") } else { format!("the trajectory has {} tool-call batches", plan.batches.len()) };
+        return Err(crate::error::TrajectoryError::new(&req.trajectory, plan.batches.get(n.min(plan.batches.len()).saturating_sub(1)).map(|b| b.locator.line).unwrap_or(0), "after_step", format!("boundary {n} is beyond the last complete batch ({max}): {why}")).into());
+    }
+    let mut stale = vec![];
+    for b in &plan.batches[..n] {
+        for (i, c) in b.calls.iter().enumerate() {
+            match adapter.classify(c) {
+                ToolClass::Unknown => return Err(RunError::ExecutorRefused(format!("batch {} call {i}: tool `{}` ({}) is unknown to the {} adapter; nothing was run", b.index, c.tool, c.call_id, adapter.name()))),
+                ToolClass::NonRegenerable if !req.allow_stale_observations => {
+                    return Err(RunError::ExecutorRefused(format!("batch {} call {i}: the observation of `{}` ({}) cannot be regenerated; nothing was run (pass --allow-stale-observations to reuse the original and mark the result degraded)", b.index, c.tool, c.call_id)))
+                }
+                ToolClass::NonRegenerable => stale.push(format!("{}:{i}", b.index)),
+                _ => {}
+            }
+        }
+    }
+    let prefix_model_turns = plan.batches[n - 1].model_turn as u64;
+    let live_budget = match (req.mode, req.max_steps) {
+        (_, None) => None,
+        (Mode::Continue, Some(m)) => {
+            if m <= prefix_model_turns {
+                return Err(RunError::Configuration(format!("--max-steps {m} leaves no live step: the prefix up to batch {n} already has {prefix_model_turns} model turns (max-steps counts them)")));
+            }
+            Some(m - prefix_model_turns)
+        }
+        (Mode::ReplayOnly, Some(m)) => {
+            if m < prefix_model_turns {
+                return Err(RunError::Configuration(format!("--max-steps {m} does not cover the {prefix_model_turns} model turns of the prefix")));
+            }
+            Some(m - prefix_model_turns)
+        }
+        (Mode::PrepareOnly, Some(m)) => Some(m.saturating_sub(prefix_model_turns)),
+    };
+    if req.mode != Mode::PrepareOnly && !req.workspace.is_dir() {
+        return Err(RunError::Workspace(format!("workspace {} does not exist or is not a directory", req.workspace.display())));
+    }
+    rec.record(Event::BoundaryValidated(BoundaryValidated {
+        after_step: req.after_step,
+        prefix_tool_calls: plan.batches[..n].iter().map(|b| b.calls.len() as u64).sum(),
+        prefix_model_turns,
+        max_boundary: max as u64,
+        live_budget,
+        stale_calls: stale,
+    }))?;
+    Ok(())
+}
+
+pub fn native_dir(req: &ReplayRequest) -> PathBuf {
+    req.output_dir.join("native")
+}
+
+pub fn write_session(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, plan: &Plan, observations: &BTreeMap<String, Observation>, role: SessionRole) -> Result<crate::adapter::RebuiltSession, RunError> {
+    let (state_sub, file) = match role {
+        SessionRole::Prepared => (req.state_dir.join("prepared"), "prepared-session"),
+        _ => (req.state_dir.clone(), "reconstructed-session"),
+    };
+    let ext = req.trajectory.extension().and_then(|e| e.to_str()).unwrap_or("jsonl");
+    let artifact = native_dir(req).join(format!("{file}.{ext}"));
+    std::fs::create_dir_all(native_dir(req)).map_err(|e| RunError::Internal(format!("{}: {e}", native_dir(req).display())))?;
+    let rebuilt = adapter.rebuild(&RebuildRequest { source: &req.trajectory, plan, after_step: req.after_step as usize, observations, workspace: &req.workspace, state_dir: &state_sub, artifact_path: &artifact })?;
+    rec.record(Event::SessionWritten(SessionWritten { role, path: rebuilt.artifact_path.display().to_string(), digest: rebuilt.digest.clone(), records: rebuilt.records }))?;
+    Ok(rebuilt)
+}
+
+/// The original observations of the prefix.
+pub fn original_observations(plan: &Plan, after_step: usize) -> BTreeMap<String, Observation> {
+    plan.batches[..after_step].iter().flat_map(|b| b.calls.iter()).filter_map(|c| c.original.clone().map(|o| (c.call_id.clone(), o))).collect()
+}
+
+/// The fresh observations recorded in the journal (stale ones are the originals).
+pub fn fresh_observations(rec: &Recorder) -> Result<BTreeMap<String, Observation>, RunError> {
+    let mut out = BTreeMap::new();
+    for c in rec.state.calls.values() {
+        if let Some(f) = &c.finished {
+            let b = rec.blobs.get_verified(&f.observation_blob).map_err(|e| RunError::Internal(format!("observation blob of batch {} call {}: {e}", f.batch, f.call)))?;
+            let o: Observation = serde_json::from_slice(&b).map_err(|e| RunError::Internal(format!("observation blob {}: {e}", f.observation_blob)))?;
+            out.insert(c.call_id.clone(), o);
+        }
+    }
+    Ok(out)
+}
+
+pub fn run_call(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, plan: &Plan, k: u64, i: u64) -> Result<(), RunError> {
+    let call = &plan.batches[k as usize - 1].calls[i as usize];
+    let class = adapter.classify(call);
+    rec.record(Event::ToolCallStarted(ToolCallStarted { batch: k, call: i, call_id: call.call_id.clone(), tool: call.tool.clone(), args_digest: digest::json_digest(&call.input), class: class_name(class).into() }))?;
+    let (obs, exit_code, duration_ms, touched, stale) = if class == ToolClass::NonRegenerable {
+        let o = call.original.clone().ok_or_else(|| RunError::Internal(format!("batch {k} call {i} has no original observation to reuse")))?;
+        (o, None, 0, vec![], true)
+    } else {
+        let ctx = ExecContext { workspace: req.workspace.clone(), log_dir: req.state_dir.join("logs"), timeout: Duration::from_secs(600) };
+        let out = adapter.execute(call, &ctx).map_err(|e| RunError::Executor { batch: k, call: i, tool: call.tool.clone(), source: e })?;
+        (out.observation, out.exit_code, out.duration_ms, out.touched.iter().map(|p| p.display().to_string()).collect(), false)
+    };
+    let blob_bytes = serde_json::to_vec(&obs).map_err(|e| RunError::Internal(e.to_string()))?;
+    let blob = rec.blob(&blob_bytes)?;
+    rec.record(Event::ToolCallFinished(ToolCallFinished {
+        batch: k,
+        call: i,
+        call_id: call.call_id.clone(),
+        exit_code: exit_code.map(i64::from),
+        is_error: obs.is_error,
+        duration_ms,
+        observation_digest: digest::blake3(obs.text.as_bytes()),
+        observation_blob: blob,
+        observation_len: obs.text.len() as u64,
+        stale,
+        touched,
+    }))?;
+    Ok(())
+}
+
+pub fn compare(rec: &mut Recorder, adapter: &dyn Adapter, plan: &Plan, k: u64, i: u64) -> Result<(), RunError> {
+    let call = &plan.batches[k as usize - 1].calls[i as usize];
+    let f = rec.state.calls[&(k, i)].finished.clone().expect("decide: finished");
+    let fresh: Observation = serde_json::from_slice(&rec.blobs.get_verified(&f.observation_blob).map_err(|e| RunError::Internal(e.to_string()))?).map_err(|e| RunError::Internal(e.to_string()))?;
+    let orig = call.original.clone().unwrap_or(Observation { text: String::new(), is_error: false, native: None });
+    let equal = orig.text == fresh.text && orig.is_error == fresh.is_error;
+    let equal_masked = equal || (adapter.mask_dynamic(call, &orig.text) == adapter.mask_dynamic(call, &fresh.text) && orig.is_error == fresh.is_error);
+    let (diff_digest, diff_blob) = if equal {
+        (None, None)
+    } else {
+        let mut d = similar::TextDiff::from_lines(&orig.text, &fresh.text).unified_diff().header("original", "replayed").to_string();
+        if orig.is_error != fresh.is_error {
+            d.push_str(&format!("is_error: {} -> {}\n", orig.is_error, fresh.is_error));
+        }
+        let b = rec.blob(d.as_bytes())?;
+        (Some(digest::blake3(d.as_bytes())), Some(b))
+    };
+    rec.record(Event::ObservationCompared(ObservationCompared { batch: k, call: i, call_id: call.call_id.clone(), equal, equal_masked, diff_digest, diff_blob }))?;
+    Ok(())
+}
+
+/// Digest of every path the finished calls touched: `path NUL content-digest` lines, sorted.
+pub fn workspace_digest(rec: &Recorder, workspace: &std::path::Path) -> String {
+    let mut paths: Vec<String> = rec.state.calls.values().filter_map(|c| c.finished.as_ref()).flat_map(|f| f.touched.iter().cloned()).collect();
+    paths.sort();
+    paths.dedup();
+    let mut h = blake3::Hasher::new();
+    for p in paths {
+        let content = std::fs::read(workspace.join(&p)).map(|b| blake3::hash(&b).to_hex().to_string()).unwrap_or_else(|_| "-".into());
+        h.update(p.as_bytes());
+        h.update(b"\0");
+        h.update(content.as_bytes());
+        h.update(b"\n");
+    }
+    format!("blake3:{}", h.finalize().to_hex())
+}
