@@ -215,3 +215,30 @@ fn illegal_transitions_name_the_sequence_number() {
     assert_eq!(err.seq, evs[4].seq);
     assert!(err.to_string().contains("illegal transition"));
 }
+
+mod arbitrary_images {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+        /// Opening any bytes (raw, or behind a valid header, or a valid journal with random
+        /// bytes spliced in) never panics; folding whatever opens never panics.
+        #[test]
+        fn opening_arbitrary_images_never_panics(data in prop::collection::vec(any::<u8>(), 0..2048), at in 0usize..6000, mode in 0u8..3) {
+            let img = match mode {
+                0 => data.clone(),
+                1 => { let mut v = journal_format::FileHeader::new(journal_format::JournalId([5; 16]), 0).encode().to_vec(); v.extend(&data); v }
+                _ => {
+                    let mut v = std::fs::read(vectors().join("complete.pvj")).unwrap();
+                    let at = at.min(v.len());
+                    v.splice(at..(at + data.len().min(64)).min(v.len()), data.iter().copied().take(64));
+                    v
+                }
+            };
+            if let Ok((_, evs, _)) = open_mem(img) {
+                let _ = fold::fold(&evs).map(|s| derive(&s));
+            }
+        }
+    }
+}

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The whole test suite, exactly as CI runs it (.ci/run calls this script).
+#
+#   scripts/test.sh
+#
+# 1. installs the pinned agent CLIs the end-to-end tests drive (npm registry only; cached in
+#    the ignored .cache/agents/, so later runs skip it);
+# 2. runs every test of the workspace: unit, property, golden-vector, kill-loop, and the
+#    end-to-end tests with the real agent CLIs against the scripted model server (127.0.0.1).
+# Any missing prerequisite fails the run loudly; nothing is skipped.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+command -v cargo >/dev/null || { echo "scripts/test.sh: cargo is required" >&2; exit 1; }
+command -v node >/dev/null || { echo "scripts/test.sh: node (>= 18) is required for the agent CLIs" >&2; exit 1; }
+
+echo "== installing pinned agent CLIs (cached in .cache/agents) ==" >&2
+scripts/install-agents.sh claude-code codex >&2
+
+echo "== cargo test --workspace ==" >&2
+# One build, shared by every test binary; tests run in parallel within each binary.
+cargo test --workspace --no-fail-fast "$@"
