@@ -13,7 +13,9 @@
 
 pub mod adapter;
 pub mod adapters;
+pub mod audit;
 pub mod cli;
+pub mod compare;
 pub mod digest;
 pub mod engine;
 pub mod error;

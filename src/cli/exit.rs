@@ -24,6 +24,9 @@ pub const JOURNAL_LOCKED: i32 = 64;
 /// The events are intact but their order breaks the phase machine.
 pub const JOURNAL_ILLEGAL_ORDER: i32 = 65;
 
+/// `journal audit`: at least one check failed.
+pub const AUDIT_FAILED: i32 = 66;
+
 /// The exit code of a replay failure category.
 pub fn for_category(category: &str) -> i32 {
     match category {

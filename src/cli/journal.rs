@@ -32,6 +32,21 @@ pub enum JournalCmd {
         #[arg(short, long)]
         output: Option<PathBuf>,
     },
+    /// Offline audit of one run (state directory or journal) or of a directory of runs:
+    /// integrity, event order, budgets, privacy, bridge receipts, per-step report.
+    /// Exit 0 when every audited run passes, 66 when a check failed.
+    Audit {
+        path: PathBuf,
+        /// text (default), json (schema pvisor.audit/v1) or html (self-contained file).
+        #[arg(long, value_enum, default_value_t = AuditFormat::Text)]
+        format: AuditFormat,
+        /// Write the report to this file instead of stdout.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Parallel workers for a directory of runs.
+        #[arg(long, default_value_t = 2)]
+        jobs: usize,
+    },
     /// Test support: a miniature engine that appends a legal run, printing `ack SEQ` after
     /// each durable append (used by the kill-loop tests).
     #[command(hide = true)]
@@ -48,6 +63,7 @@ pub fn run(cmd: JournalCmd) -> Result<i32, CliError> {
         JournalCmd::Show { path } => show(path),
         JournalCmd::Export { path, output } => export(path, output),
         JournalCmd::Stress { state_dir, max_events } => super::stress::run(state_dir, max_events),
+        JournalCmd::Audit { path, format, output, jobs } => audit(path, format, output, jobs),
     }
 }
 
@@ -146,4 +162,68 @@ fn export(path: PathBuf, output: Option<PathBuf>) -> Result<i32, CliError> {
     })?;
     let _ = sink.flush();
     Ok(exit::OK)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AuditFormat {
+    Text,
+    Json,
+    Html,
+}
+
+fn emit(output: &Option<PathBuf>, text: &str) -> Result<(), CliError> {
+    match output {
+        Some(p) => std::fs::write(p, text).map_err(|e| CliError::new(exit::CONFIGURATION, format!("cannot write {}: {e}", p.display()), None)),
+        None => {
+            print!("{text}");
+            Ok(())
+        }
+    }
+}
+
+fn audit(path: PathBuf, format: AuditFormat, output: Option<PathBuf>, jobs: usize) -> Result<i32, CliError> {
+    use crate::audit::{self, fleet};
+    let single = resolve_path(&path).is_ok();
+    if single {
+        let r = audit::audit_run(&path)?;
+        let text = match format {
+            AuditFormat::Text => audit::text::render(&r),
+            AuditFormat::Json => serde_json::to_string_pretty(&r).unwrap_or_default() + "\n",
+            AuditFormat::Html => audit::html::render(&r),
+        };
+        emit(&output, &text)?;
+        return Ok(if r.ok { exit::OK } else { exit::AUDIT_FAILED });
+    }
+    if !path.is_dir() {
+        return Err(JournalError::NotFound { path }.into());
+    }
+    let runs = fleet::find_runs(&path);
+    if runs.is_empty() {
+        return Err(CliError::new(exit::CONFIGURATION, format!("no run state directory (holding journal.pvj) below {}", path.display()), Some("pass a run's state directory, a journal file, or a folder of runs".into())));
+    }
+    let all = fleet::audit_all(&runs, jobs);
+    let summary = fleet::summarize(&all);
+    let ok = all.iter().all(|(_, r)| r.as_ref().map(|r| r.ok).unwrap_or(false));
+    let text = match format {
+        AuditFormat::Json => serde_json::to_string_pretty(&serde_json::json!({ "summary": summary, "runs": all.iter().map(|(p, r)| match r { Ok(r) => serde_json::to_value(r).unwrap_or_default(), Err(e) => serde_json::json!({"journal": p, "error": e}) }).collect::<Vec<_>>() })).unwrap_or_default() + "\n",
+        AuditFormat::Text => {
+            let mut s = format!("fleet audit of {}: {} runs, {} pass\n", path.display(), all.len(), summary["audits_ok"]);
+            for k in ["phases", "qualities", "agent_statuses", "failure_categories"] {
+                s.push_str(&format!("{k}: {}\n", summary[k]));
+            }
+            s.push_str(&format!("observation equality rate: {}\nduration p50/p95 ms: {}/{}\n", summary["observation_equality_rate"], summary["duration_ms"]["p50"], summary["duration_ms"]["p95"]));
+            for (p, r) in &all {
+                s.push_str(&format!("  {} {}\n", match r { Ok(r) if r.ok => "ok    ", Ok(_) => "FAILED", Err(_) => "ERROR " }, p.display()));
+            }
+            s
+        }
+        AuditFormat::Html => {
+            let mut h = String::from("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>pvisor fleet audit</title></head><body><h1>Fleet audit</h1><pre id=\"summary\">");
+            h.push_str(&serde_json::to_string_pretty(&summary).unwrap_or_default().replace('<', "&lt;"));
+            h.push_str("</pre></body></html>\n");
+            h
+        }
+    };
+    emit(&output, &text)?;
+    Ok(if ok { exit::OK } else { exit::AUDIT_FAILED })
 }

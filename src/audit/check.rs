@@ -1,0 +1,315 @@
+//! The checks and the per-step report of one run.
+
+use std::path::{Path, PathBuf};
+
+use journal_format::TailState;
+use serde::Serialize;
+use sha2::Digest;
+
+use crate::fold::{self, ReplayState};
+use crate::journal::{read_events, resolve_path, BlobStore, StoredEvent};
+
+pub const AUDIT_SCHEMA: &str = "pvisor.audit/v1";
+
+/// A problem the audit found. `severity` is `error` (the run cannot be trusted as recorded)
+/// or `warning`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    pub check: String,
+    pub severity: String,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallReport {
+    pub batch: u64,
+    pub call: u64,
+    pub call_id: String,
+    pub tool: String,
+    pub args_digest: String,
+    pub exit_code: Option<i64>,
+    pub is_error: Option<bool>,
+    pub duration_ms: Option<u64>,
+    /// `equal` | `equal_except_dynamic` | `differs` | `stale` | `in_doubt` | `not_compared`
+    pub observation: String,
+    pub observation_digest: Option<String>,
+    pub diff: Option<String>,
+    pub starts: u64,
+    pub in_doubt_decisions: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StepReport {
+    pub n: u64,
+    pub action_digest: String,
+    pub tools: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Checks {
+    pub integrity: String,
+    pub order: String,
+    pub budget: String,
+    pub privacy: String,
+    pub bridge: String,
+    pub blobs: String,
+    pub result_file: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AuditReport {
+    pub schema_version: String,
+    pub journal: String,
+    pub ok: bool,
+    pub events: u64,
+    pub head: Option<String>,
+    pub checks: Checks,
+    pub findings: Vec<Finding>,
+    pub run: serde_json::Value,
+    pub calls: Vec<CallReport>,
+    pub steps: Vec<StepReport>,
+    pub timeline: Vec<serde_json::Value>,
+    pub duration_ms: Option<u64>,
+}
+
+fn finding(check: &str, severity: &str, message: impl Into<String>, seq: Option<u64>) -> Finding {
+    Finding { check: check.into(), severity: severity.into(), message: message.into(), seq }
+}
+
+/// Does any substring of `text` of `len` chars hash to `sha` (`sha256:<hex>`)?
+fn contains_hashed(text: &str, len: usize, sha: &str) -> bool {
+    if len == 0 {
+        return false;
+    }
+    let idx: Vec<usize> = text.char_indices().map(|(i, _)| i).chain(std::iter::once(text.len())).collect();
+    if idx.len() <= len {
+        return false;
+    }
+    let want = sha.strip_prefix("sha256:").unwrap_or(sha);
+    for w in 0..idx.len() - len {
+        let s = &text[idx[w]..idx[w + len]];
+        if hex::encode(sha2::Sha256::digest(s.as_bytes())) == want {
+            return true;
+        }
+    }
+    false
+}
+
+fn text_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                if p.file_name().map(|n| n != "blobs" && n != "agent-home").unwrap_or(true) {
+                    text_files(&p, out);
+                }
+            } else if std::fs::metadata(&p).map(|m| m.len() < 64 * 1024 * 1024).unwrap_or(false) {
+                out.push(p);
+            }
+        }
+    }
+}
+
+/// Audit one run. `path` is its journal or state directory.
+pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalError> {
+    let file = resolve_path(path)?;
+    let state_dir = file.parent().map(PathBuf::from).unwrap_or_default();
+    let mut findings = vec![];
+    let mut events: Vec<StoredEvent> = vec![];
+    let scan = read_events(&file, |e| {
+        events.push(e);
+        Ok(())
+    });
+    let (integrity, head) = match &scan {
+        Ok(rep) => match rep.tail {
+            TailState::Clean { .. } => ("ok".to_string(), Some(rep.head.to_hex())),
+            TailState::Torn { offset, len } => {
+                findings.push(finding("integrity", "warning", format!("torn tail of {len} bytes at byte offset {offset} (an interrupted append; recovered when the run is resumed)"), Some(rep.last_seq + 1)));
+                ("torn_tail".into(), Some(rep.head.to_hex()))
+            }
+        },
+        Err(e) => {
+            let seq = match e {
+                crate::journal::JournalError::Damaged { source, .. } => source.seq(),
+                crate::journal::JournalError::Decode { seq, .. } => Some(*seq),
+                _ => None,
+            };
+            findings.push(finding("integrity", "error", e.to_string(), seq));
+            ("failed".into(), None)
+        }
+    };
+    // order: fold what was read
+    let mut state = ReplayState::default();
+    let mut order = "ok".to_string();
+    for e in &events {
+        if let Err(fe) = fold::apply(&mut state, e) {
+            findings.push(finding("order", "error", fe.to_string(), Some(fe.seq)));
+            order = "failed".into();
+            break;
+        }
+    }
+    let blobs = BlobStore::new(&state_dir);
+    // budget
+    let mut budget = "ok".to_string();
+    if let Some(b) = &state.boundary {
+        if let Some(live) = b.live_budget {
+            if state.steps.len() as u64 > live {
+                findings.push(finding("budget", "error", format!("{} live steps exceed the budget of {live}", state.steps.len()), None));
+                budget = "failed".into();
+            }
+        }
+        if state.phase.is_terminal() && state.failure.is_none() && state.batch_digests.len() as u64 != b.after_step && state.mode() != Some(journal_format::event::Mode::PrepareOnly) {
+            findings.push(finding("budget", "error", format!("{} batches replayed, boundary is {}", state.batch_digests.len(), b.after_step), None));
+            budget = "failed".into();
+        }
+    }
+    // bridge receipts
+    let mut bridge = "not_applicable".to_string();
+    if !state.continuations.is_empty() || state.bridge.started.is_some() {
+        bridge = "ok".into();
+        if state.bridge.rejected > 0 {
+            findings.push(finding("bridge", "error", format!("{} model requests were rejected by the bridge", state.bridge.rejected), None));
+            bridge = "failed".into();
+        }
+        if state.bridge.first_request_ok != Some(true) && !state.steps.is_empty() {
+            findings.push(finding("bridge", "error", "no receipt shows the first continuation request ending at O′N", None));
+            bridge = "failed".into();
+        }
+        if (state.steps.len() as u64) > state.bridge.validated {
+            findings.push(finding("bridge", "error", format!("{} live steps but only {} validated requests: a request bypassed validation", state.steps.len(), state.bridge.validated), None));
+            bridge = "failed".into();
+        }
+        let requested = state.request.as_ref().and_then(|r| r.boundary_prompt.as_ref()).is_some();
+        if requested && !state.steps.is_empty() && state.bridge.injections != 1 {
+            findings.push(finding("bridge", "error", format!("boundary prompt injected {} times (expected exactly once)", state.bridge.injections), None));
+            bridge = "failed".into();
+        }
+    }
+    // blobs
+    let mut blob_status = "ok".to_string();
+    for c in state.calls.values() {
+        let refs = c.finished.iter().map(|f| f.observation_blob.clone()).chain(c.compared.iter().filter_map(|x| x.diff_blob.clone()));
+        for r in refs {
+            if let Err(e) = blobs.get_verified(&r) {
+                findings.push(finding("blobs", "error", format!("blob {r} of batch {} call {}: {e}", c.batch, c.call), None));
+                blob_status = "failed".into();
+            }
+        }
+    }
+    // privacy: the boundary prompt (by its hash) and the configured key's value
+    let out_dir = state.request.as_ref().map(|r| PathBuf::from(&r.output_dir));
+    let mut files = vec![file.clone()];
+    if let Some(o) = &out_dir {
+        text_files(o, &mut files);
+    }
+    let mut privacy = "ok".to_string();
+    let prompt = state.request.as_ref().and_then(|r| r.boundary_prompt.clone());
+    let key = state.request.as_ref().and_then(|r| r.model.as_ref()).and_then(|m| m.api_key_env.clone()).and_then(|n| std::env::var(n).ok()).filter(|k| k.len() >= 8);
+    let export: String = events.iter().map(|e| crate::report::export::export_line(e).to_string() + "\n").collect();
+    for f in &files {
+        let text = if f == &file { export.clone() } else { std::fs::read(f).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default() };
+        if let Some(p) = &prompt {
+            if contains_hashed(&text, p.length_chars as usize, &p.sha256) {
+                findings.push(finding("privacy", "error", format!("the boundary prompt's plaintext appears in {}", f.display()), None));
+                privacy = "failed".into();
+            }
+        }
+        if let Some(k) = &key {
+            if text.contains(k.as_str()) {
+                findings.push(finding("privacy", "error", format!("the API key appears in {}", f.display()), None));
+                privacy = "failed".into();
+            }
+        }
+    }
+    // result.json must equal the fold
+    let derived = serde_json::to_value(fold::derive(&state)).unwrap_or_default();
+    let mut result_file = "absent".to_string();
+    if let Some(o) = &out_dir {
+        if let Ok(b) = std::fs::read(o.join("result.json")) {
+            match serde_json::from_slice::<serde_json::Value>(&b) {
+                Ok(v) if v == derived => result_file = "matches_fold".into(),
+                Ok(_) => {
+                    findings.push(finding("result", "error", "result.json differs from the result folded from the journal", None));
+                    result_file = "differs".into();
+                }
+                Err(e) => {
+                    findings.push(finding("result", "error", format!("result.json does not parse: {e}"), None));
+                    result_file = "invalid".into();
+                }
+            }
+        }
+    }
+    if let Some(f) = &state.finished {
+        let mut s = state.clone();
+        s.finished = Some(journal_format::event::RunFinished { result_digest: String::new() });
+        let d = crate::digest::json_digest(&serde_json::to_value(fold::derive(&s)).unwrap_or_default());
+        if d != f.result_digest {
+            findings.push(finding("result", "warning", "run_finished's result digest differs from the fold's result", None));
+        }
+    }
+    let calls = state
+        .calls
+        .values()
+        .map(|c| {
+            let observation = match (&c.finished, &c.compared) {
+                (None, _) => "in_doubt",
+                (Some(f), _) if f.stale => "stale",
+                (Some(_), Some(x)) if x.equal => "equal",
+                (Some(_), Some(x)) if x.equal_masked => "equal_except_dynamic",
+                (Some(_), Some(_)) => "differs",
+                (Some(_), None) => "not_compared",
+            };
+            CallReport {
+                batch: c.batch,
+                call: c.call,
+                call_id: c.call_id.clone(),
+                tool: c.tool.clone(),
+                args_digest: c.args_digest.clone(),
+                exit_code: c.finished.as_ref().and_then(|f| f.exit_code),
+                is_error: c.finished.as_ref().map(|f| f.is_error),
+                duration_ms: c.finished.as_ref().map(|f| f.duration_ms),
+                observation: observation.into(),
+                observation_digest: c.finished.as_ref().map(|f| f.observation_digest.clone()),
+                diff: c.compared.as_ref().and_then(|x| x.diff_blob.as_ref()).and_then(|b| blobs.get(b).ok()).map(|b| String::from_utf8_lossy(&b).into_owned()),
+                starts: c.starts,
+                in_doubt_decisions: c.in_doubt_decisions.clone(),
+            }
+        })
+        .collect();
+    let steps = state.steps.iter().map(|s| StepReport { n: s.n, action_digest: s.action_digest.clone(), tools: s.tools.clone() }).collect();
+    let timeline = events
+        .iter()
+        .map(|e| serde_json::json!({ "seq": e.seq, "at": crate::report::export::rfc3339(e.at_ms), "event": e.event.name(), "summary": crate::report::summary(&e.event) }))
+        .collect();
+    let ok = !findings.iter().any(|f| f.severity == "error");
+    let duration_ms = match (state.first_at_ms, state.last_at_ms) {
+        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+        _ => None,
+    };
+    Ok(AuditReport {
+        schema_version: AUDIT_SCHEMA.into(),
+        journal: file.display().to_string(),
+        ok,
+        events: events.len() as u64,
+        head,
+        checks: Checks { integrity, order, budget, privacy, bridge, blobs: blob_status, result_file },
+        findings,
+        run: derived,
+        calls,
+        steps,
+        timeline,
+        duration_ms,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn hashed_substring_search() {
+        let sha = crate::digest::sha256("héllo".as_bytes());
+        assert!(super::contains_hashed("say héllo there", 5, &sha));
+        assert!(!super::contains_hashed("say hello there", 5, &sha));
+    }
+}

@@ -1,0 +1,121 @@
+//! `pvisor journal audit`: snapshots of the text and JSON reports on the golden journal,
+//! tamper detection, privacy and result checks on real run directories, the fleet view.
+
+#[path = "support/fake.rs"]
+mod fake;
+
+use std::process::Command;
+
+use fake::{Env, TRAJ};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_pvisor"))
+}
+
+fn audit(args: &[&str], path: &std::path::Path) -> (i32, String) {
+    let out = bin().args(["journal", "audit"]).args(args).arg(path).output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn reports_on_the_golden_journal_match_their_snapshots() {
+    // a relative path keeps the snapshot independent of the checkout location
+    let p = std::path::Path::new("journal-format/vectors/complete.pvj");
+    let (code, text) = audit(&[], p);
+    assert_eq!(code, 66, "the golden journal has no blob store beside it: the blob check fails");
+    insta::assert_snapshot!("audit_complete_text", text);
+    let (_, json) = audit(&["--format", "json"], p);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["schema_version"], "pvisor.audit/v1");
+    insta::assert_json_snapshot!("audit_complete_json", v);
+}
+
+#[test]
+fn a_run_directory_audits_clean_and_its_result_matches_the_fold() {
+    let env = Env::new(TRAJ);
+    let mut f = env.fields(3);
+    f.boundary_user_prompt = Some("Please double-check the tests first.".into());
+    let out = env.run(f);
+    assert_eq!(out.exit_code, 0);
+    let state = env.root.join("state/r");
+    let (code, text) = audit(&[], &state);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("verdict: OK") && text.contains("result.json=matches_fold") && text.contains("privacy=ok"), "{text}");
+    assert!(text.contains("-old") && text.contains("+two"), "the differing observation's diff is shown: {text}");
+    // the prompt's plaintext leaking into an output file is caught
+    std::fs::write(env.root.join("out/r/notes.txt"), "the user said: Please double-check the tests first. ok").unwrap();
+    let (code, text) = audit(&[], &state);
+    assert_eq!(code, 66);
+    assert!(text.contains("[error] privacy") && text.contains("notes.txt"), "{text}");
+    std::fs::remove_file(env.root.join("out/r/notes.txt")).unwrap();
+    // a result.json edited after the run is caught
+    let rp = env.root.join("out/r/result.json");
+    let r = std::fs::read_to_string(&rp).unwrap().replace("\"verified\"", "\"degraded\"");
+    std::fs::write(&rp, r).unwrap();
+    let (code, text) = audit(&[], &state);
+    assert_eq!(code, 66);
+    assert!(text.contains("result.json differs"), "{text}");
+}
+
+#[test]
+fn tampering_with_recomputed_checksums_is_caught_by_the_chain() {
+    let env = Env::new(TRAJ);
+    assert_eq!(env.run(env.fields(2)).exit_code, 0);
+    let jp = env.root.join("state/r/journal.pvj");
+    let mut b = std::fs::read(&jp).unwrap();
+    // find the record with seq 6 and flip one payload byte, then fix its CRCs
+    let mut off = 48usize;
+    for _ in 0..5 {
+        let len = u32::from_le_bytes(b[off..off + 4].try_into().unwrap()) as usize;
+        off += 64 + len;
+    }
+    let len = u32::from_le_bytes(b[off..off + 4].try_into().unwrap()) as usize;
+    b[off + 28 + len / 2] ^= 0x20;
+    let seed = journal_format::FileHeader::decode(&b[..48]).unwrap().journal_id.crc_seed();
+    let end = off + 64 + len;
+    let crc = crc32c::crc32c_append(seed, &b[off..end - 4]);
+    b[end - 4..end].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&jp, &b).unwrap();
+    let (code, text) = audit(&[], &env.root.join("state/r"));
+    assert_eq!(code, 66);
+    assert!(text.contains("hash chain broken at sequence number 6") && text.contains("(seq 6)"), "{text}");
+}
+
+#[test]
+fn a_folder_of_runs_gets_a_fleet_summary() {
+    let env = Env::new(TRAJ);
+    for (id, after) in [("a", 1), ("b", 2), ("c", 3)] {
+        let mut f = env.fields(after);
+        f.run_id = Some(id.into());
+        assert_eq!(env.run(f).exit_code, 0);
+    }
+    let mut f = env.fields(9);
+    f.run_id = Some("d".into());
+    assert_eq!(env.run(f).exit_code, 10);
+    let (code, json) = audit(&["--format", "json", "--jobs", "3"], &env.root.join("state"));
+    assert_eq!(code, 0, "a failed run whose journal is sound still audits clean: {json}");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let s = &v["summary"];
+    assert_eq!(s["runs"], 4);
+    assert_eq!(s["phases"]["replayed"], 3);
+    assert_eq!(s["failure_categories"]["trajectory_error"], 1);
+    // 1+2+... calls: a has c1,c2 equal; b adds c3; c adds c4 (differs) => 3 of 4 equal in c
+    let rate = s["observation_equality_rate"].as_f64().unwrap();
+    assert!((rate - 8.0 / 9.0).abs() < 1e-9, "{rate}");
+    assert!(s["duration_ms"]["p50"].is_u64());
+    let (_, text) = audit(&[], &env.root.join("state"));
+    assert!(text.contains("fleet audit") && text.contains("4 runs"), "{text}");
+}
+
+#[test]
+fn the_html_report_is_self_contained() {
+    let env = Env::new(TRAJ);
+    assert_eq!(env.run(env.fields(3)).exit_code, 0);
+    let out = env.root.join("audit.html");
+    let st = bin().args(["journal", "audit", "--format", "html", "-o"]).arg(&out).arg(env.root.join("state/r")).status().unwrap();
+    assert_eq!(st.code(), Some(0));
+    let h = std::fs::read_to_string(&out).unwrap();
+    assert!(h.starts_with("<!doctype html>"));
+    assert!(!h.contains("http://") && !h.contains("https://") && !h.contains("<script src") && !h.contains("<link"), "no external assets");
+    assert!(h.contains("<details><summary>differs</summary><pre>") && h.contains("+two"));
+}
