@@ -19,11 +19,15 @@ struct Env {
 }
 
 fn env_with(guard: ReadGuard) -> Env {
+    env_cfg(ToolConfig { read_guard: guard, ..ToolConfig::default() })
+}
+
+fn env_cfg(config: ToolConfig) -> Env {
     let dir = tempfile::tempdir().unwrap();
     let ws = std::fs::canonicalize(dir.path()).unwrap();
     let logs = tempfile::tempdir().unwrap();
     let ctx = ExecContext { workspace: ws.clone(), log_dir: logs.path().to_path_buf(), timeout: Duration::from_secs(30) };
-    let s = ToolSession::new(ToolConfig { read_guard: guard, ..ToolConfig::default() });
+    let s = ToolSession::new(config);
     Env { _dir: dir, _logs: logs, ws, ctx, s }
 }
 
@@ -261,7 +265,7 @@ fn edit_stale_file_in_bypass_mode() {
 
 #[test]
 fn multi_edit() {
-    let e = env();
+    let e = env_cfg(ToolConfig { legacy_tools: true, ..ToolConfig::default() });
     e.write("m.txt", "a b c\n");
     e.run("Read", json!({"file_path": e.p("m.txt")}));
     let (t, err) = e.text("MultiEdit", json!({"file_path": e.p("m.txt"), "edits": [
@@ -420,8 +424,21 @@ fn grep_content_and_count() {
 // ---------------------------------------------------------------- LS and NotebookEdit
 
 #[test]
-fn ls_tree() {
+fn ls_and_multi_edit_do_not_exist_in_2_1() {
     let e = env();
+    assert_eq!(
+        e.text("LS", json!({"path": e.ws.display().to_string()})),
+        ("<tool_use_error>Error: No such tool available: LS</tool_use_error>".into(), true)
+    );
+    assert_eq!(
+        e.text("MultiEdit", json!({"file_path": e.p("x"), "edits": []})),
+        ("<tool_use_error>Error: No such tool available: MultiEdit</tool_use_error>".into(), true)
+    );
+}
+
+#[test]
+fn ls_tree() {
+    let e = env_cfg(ToolConfig { legacy_tools: true, ..ToolConfig::default() });
     e.write("src/main.rs", "");
     e.write("README.md", "");
     e.write(".hidden", "");

@@ -5,8 +5,9 @@
 //! --sort=modified` in the search directory and takes the first 100 paths. Reproduced with
 //! the `ignore` crate (ripgrep's own walker and glob engine): gitignore-style globs (a
 //! pattern without `/` matches a name at any depth), hidden files included, ignore files
-//! not honoured, symlinks not followed, oldest modification first (ties: path order —
-//! ripgrep keeps directory order there).
+//! not honoured, symlinks not followed, oldest modification first; equal times keep the
+//! walk's directory order (`read_dir`, as ripgrep's single-threaded sorted walk), so they
+//! match the original only on a workspace created the same way on the same file system.
 //!
 //! Text: the paths, relative to the current directory when inside it (absolute otherwise),
 //! one per line; "No files found" when none; after 100 paths:
@@ -120,6 +121,8 @@ pub(crate) fn list(root: &Path, pattern: &str) -> Result<Vec<PathBuf>, String> {
             found.push((mtime, entry.into_path()));
         }
     }
-    found.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+    // ripgrep walks single-threaded in directory order (`read_dir`) when sorting, then
+    // sorts stably by modification time: equal times keep the directory order.
+    found.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(found.into_iter().map(|(_, p)| p).collect())
 }

@@ -99,11 +99,22 @@ pub struct ToolConfig {
     /// Extra environment for Bash (on top of the inherited one and Claude's own
     /// `CLAUDECODE=1`, `GIT_EDITOR=true`).
     pub bash_env: Vec<(String, String)>,
+    /// Re-execute `LS` and `MultiEdit` (tools of Claude Code before 2.1). In 2.1.332 they do
+    /// not exist and a call gets `<tool_use_error>Error: No such tool available: LS</tool_use_error>`
+    /// (observed in a recorded 2.1.332 session), which is what the default reproduces.
+    pub legacy_tools: bool,
 }
 
 impl Default for ToolConfig {
     fn default() -> Self {
-        ToolConfig { cwd: None, tab_aware_separator: false, read_guard: ReadGuard::Enforce, tool_results_dir: None, bash_env: Vec::new() }
+        ToolConfig {
+            cwd: None,
+            tab_aware_separator: false,
+            read_guard: ReadGuard::Enforce,
+            tool_results_dir: None,
+            bash_env: Vec::new(),
+            legacy_tools: false,
+        }
     }
 }
 
@@ -121,8 +132,15 @@ impl ToolConfig {
             Some("bypassPermissions") | Some("acceptEdits") => ReadGuard::Skip,
             _ => ReadGuard::Enforce,
         };
-        ToolConfig { cwd: session.original_cwd.clone(), read_guard, ..ToolConfig::default() }
+        let legacy_tools = session.recorded_version.as_deref().and_then(parse_version).map_or(false, |v| v < (2, 1, 0));
+        ToolConfig { cwd: session.original_cwd.clone(), read_guard, legacy_tools, ..ToolConfig::default() }
     }
+}
+
+/// "2.1.332" (or "2.1.332 (Claude Code)") → (2, 1, 332).
+pub(crate) fn parse_version(v: &str) -> Option<(u32, u32, u32)> {
+    let mut it = v.split_whitespace().next()?.split('.').map(|p| p.parse::<u32>().ok());
+    Some((it.next()??, it.next()??, it.next().flatten().unwrap_or(0)))
 }
 
 /// What Claude remembers about a file the model has seen (`readFileState` entry).
@@ -391,6 +409,19 @@ impl ToolSession {
             "Read" => read::run(input, &mut cx)?,
             "Write" => write::run(input, &mut cx)?,
             "Edit" => edit::run(input, &mut cx)?,
+            "LS" | "MultiEdit" if !self.config.legacy_tools => {
+                // `chunk-bqhgd24a.js`: the runner's answer to a tool name it does not offer.
+                return Ok(ToolOutcome {
+                    observation: Observation {
+                        text: format!("<tool_use_error>Error: No such tool available: {}</tool_use_error>", call.tool),
+                        is_error: true,
+                        native: None,
+                    },
+                    exit_code: None,
+                    duration_ms: started.elapsed().as_millis() as u64,
+                    touched: Vec::new(),
+                });
+            }
             "MultiEdit" => edit::run_multi(input, &mut cx)?,
             "Bash" => {
                 if input.get("run_in_background").and_then(Value::as_bool) == Some(true) {
