@@ -117,7 +117,7 @@ fn read_errors() {
     e.write("big.txt", &"y".repeat(300 * 1024));
     assert_eq!(
         e.text("Read", json!({"file_path": e.p("big.txt")})),
-        ("File content (300KB) exceeds maximum allowed size (256KB). Use offset and limit parameters to read specific portions of the file, or search for specific content instead of reading the whole file.".into(), true)
+        ("File content (300KB) exceeds maximum allowed size (256KB). Use offset and limit parameters to read specific portions of the file, or search for specific content instead of reading the whole file. To read it anyway, up to what still fits in your context, call Read again with allow_large: true \u{2014} only if you genuinely need all of it or the user asked for the whole file.".into(), true)
     );
     assert!(matches!(e.try_run("Read", json!({"file_path": "/etc/passwd"})), Err(ExecError::OutsideWorkspace { .. })));
     assert!(matches!(e.try_run("Read", json!({"file_path": "../x"})), Err(ExecError::OutsideWorkspace { .. })));

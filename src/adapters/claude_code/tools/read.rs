@@ -17,7 +17,7 @@
 //!   ` Did you mean <path>?` when a sibling with another extension, or the same relative
 //!   path under the cwd, exists (`bLe`, `ort`);
 //! - over 256 KB without `limit`: `File content (<size>) exceeds maximum allowed size
-//!   (256KB). Use offset and limit parameters …`.
+//!   (256KB). Use offset and limit parameters … To read it anyway, … allow_large: true …`.
 //!
 //! Not reproduced (refused): images, PDFs, notebooks, `allow_large`, and text whose token
 //! estimate is over the 25000-token cap (Claude then asks the token-count API; the page it
@@ -35,6 +35,10 @@ use std::path::Path;
 const TOOL: &str = "Read";
 /// `N7t`: default `maxSizeBytes` for reads without `limit`.
 const MAX_SIZE_BYTES: u64 = 262_144;
+/// `aVl` (`chunk-7fr0bdgx.js`), appended by `B8e` when the turn still has room for a larger
+/// read — the case in the recorded sessions; with the context nearly full Claude appends
+/// a different sentence (not reproduced: it depends on the live context size).
+const ALLOW_LARGE_HINT: &str = " To read it anyway, up to what still fits in your context, call Read again with allow_large: true \u{2014} only if you genuinely need all of it or the user asked for the whole file.";
 /// `esa`: default `maxTokens`.
 const MAX_TOKENS: usize = 25_000;
 
@@ -277,7 +281,7 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
     }
     if limit.is_none() && meta.len() > MAX_SIZE_BYTES {
         return Ok(Output::thrown(format!(
-            "File content ({}) exceeds maximum allowed size ({}). Use offset and limit parameters to read specific portions of the file, or search for specific content instead of reading the whole file.",
+            "File content ({}) exceeds maximum allowed size ({}). Use offset and limit parameters to read specific portions of the file, or search for specific content instead of reading the whole file.{ALLOW_LARGE_HINT}",
             format_size(meta.len()),
             format_size(MAX_SIZE_BYTES)
         )));
