@@ -10,6 +10,8 @@
 //! - [`report`]: timelines and exports of events.
 //! - [`cli`]: flags, subcommands, exit codes.
 //! - [`model`]: the scripted model server the real agent CLIs run against offline.
+//! - [`workspace`]: path confinement of file tools to the sandbox workspace.
+//! - [`supervisor`]: process-group supervisor for the commands tools run.
 
 pub mod adapter;
 pub mod adapters;
@@ -24,3 +26,5 @@ pub mod journal;
 pub mod model;
 pub mod report;
 pub mod request;
+pub mod supervisor;
+pub mod workspace;

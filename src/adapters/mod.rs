@@ -2,6 +2,7 @@
 //! [`capabilities`] is the table of agents, versions and what each adapter can do.
 
 pub mod capabilities;
+pub mod claude_code;
 
 use crate::adapter::Adapter;
 

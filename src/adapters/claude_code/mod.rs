@@ -1,0 +1,19 @@
+//! Claude Code adapter (supported version: [`SUPPORTED_VERSION`]).
+//!
+//! - [`parse`]: session JSONL → [`parse::ParsedSession`] → [`crate::adapter::Plan`].
+//! - [`tools`]: re-execution of Claude Code's native tools, producing the exact
+//!   `tool_result.content` texts Claude Code 2.1.332 sends to the model.
+//!
+//! The texts reproduced by `tools` were read in the bundled JavaScript of the npm package
+//! `@anthropic-ai/claude-code@2.1.332` (native build for linux-x64; the module names cited in
+//! comments, e.g. `chunk-bqhgd24a.js`, are the Bun-bundled modules of that binary).
+//! See `docs/agents/claude-code.md` for the tool table and known differences.
+
+pub mod parse;
+pub mod tools;
+
+/// The Claude Code version whose tool outputs this adapter reproduces.
+pub const SUPPORTED_VERSION: &str = "2.1.332";
+
+pub use parse::{parse, parse_bytes, parse_file, ParsedSession};
+pub use tools::{classify, execute};
