@@ -9,10 +9,12 @@
 //! - [`fold`]: the only code that computes status: events → state → result.
 //! - [`report`]: timelines and exports of events.
 //! - [`cli`]: flags, subcommands, exit codes.
+//! - [`bridge`]: the fail-closed local model bridge between a continued agent and its upstream.
 //! - [`model`]: the scripted model server the real agent CLIs run against offline.
 
 pub mod adapter;
 pub mod adapters;
+pub mod bridge;
 pub mod cli;
 pub mod error;
 pub mod fold;

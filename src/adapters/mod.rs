@@ -1,1 +1,3 @@
 //! One module per agent. Each has the same parts: `parse`, `tools`, `rebuild`, `continue`.
+
+pub mod claude_code;
