@@ -10,12 +10,14 @@
 //! - [`report`]: timelines and exports of events.
 //! - [`cli`]: flags, subcommands, exit codes.
 //! - [`bridge`]: the fail-closed local model bridge between a continued agent and its upstream.
+//! - [`continuation`]: the agent-neutral continuation runner (bridge + real agent + events).
 //! - [`model`]: the scripted model server the real agent CLIs run against offline.
 
 pub mod adapter;
 pub mod adapters;
 pub mod bridge;
 pub mod cli;
+pub mod continuation;
 pub mod error;
 pub mod fold;
 pub mod journal;

@@ -17,8 +17,10 @@ pub enum TransportRule {
     /// Claude Code 2.1.332, `--input-format stream-json` resume with
     /// `CLAUDE_CODE_RESUME_INTERRUPTED_TURN=1`: one text block `text` (default
     /// `Continue from where you left off.`, or `CLAUDE_CODE_RESUME_PROMPT`) appended to the
-    /// boundary tool-result user message (Claude merges consecutive user turns), or, when the
-    /// prefix ends with a harness `system` turn, a user message of its own right after it.
+    /// boundary tool-result user message (Claude merges consecutive user turns; when the
+    /// prefix ends with harness `system` turns after the tool results, still into the user
+    /// message before them), or (not observed, accepted) a user message of its own right
+    /// after the prefix.
     /// Claude keeps that record in its history, so it appears in every later request too.
     ClaudeResumeText { text: String },
     /// A separate user message whose only content is `text` right after the prefix (the
@@ -63,20 +65,25 @@ impl TransportRule {
         match self {
             TransportRule::None => None,
             TransportRule::ClaudeResumeText { text } => {
-                // Inside the boundary message: the first block after the prefix's blocks.
-                if prefix_len >= 1 {
-                    if let Some(m) = messages.get(prefix_len - 1) {
+                // Inside the boundary user message: its last block. When the prefix ends with
+                // harness `system` turns (e.g. a "changed on disk" note), Claude still merges
+                // the text into the user message before them.
+                let mut j = prefix_len;
+                while j > 0 && messages.get(j - 1).and_then(role) == Some("system") {
+                    j -= 1;
+                }
+                if j >= 1 {
+                    if let Some(m) = messages.get(j - 1) {
                         if role(m) == Some("user") {
                             if let Some(blocks) = m.get("content").and_then(Value::as_array) {
-                                // The last block, after the prefix's own blocks.
                                 if blocks.len() >= 2 && blocks.last().is_some_and(|b| is_text_block(b, text)) {
-                                    return Some(Removal::Block { message: prefix_len - 1, block: blocks.len() - 1 });
+                                    return Some(Removal::Block { message: j - 1, block: blocks.len() - 1 });
                                 }
                             }
                         }
                     }
                 }
-                // A user message of its own after a trailing harness turn.
+                // A user message of its own after the prefix.
                 messages.get(prefix_len).filter(|m| is_sole_text_user(m, text)).map(|_| Removal::Message { message: prefix_len })
             }
             TransportRule::TrailingUserMessage { text } => {
@@ -167,6 +174,16 @@ mod tests {
         assert_eq!(msgs[2]["content"], json!([{"type": "tool_result", "tool_use_id": "t1", "content": "ok", "cache_control": {"type": "ephemeral"}}]));
         assert!(!text_block_remains(&msgs, CLAUDE_DEFAULT_RESUME_TEXT));
         assert_eq!(rule().locate(&msgs, 3), None);
+    }
+
+    #[test]
+    fn claude_block_before_trailing_system_turns() {
+        let msgs = vec![
+            json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}, {"type": "text", "text": "N"}]}),
+            json!({"role": "system", "content": "note", "output_config": {}}),
+        ];
+        let r = TransportRule::ClaudeResumeText { text: "N".into() };
+        assert_eq!(r.locate(&msgs, 2), Some(Removal::Block { message: 0, block: 1 }));
     }
 
     #[test]

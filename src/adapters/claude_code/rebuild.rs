@@ -274,7 +274,7 @@ fn compute_cut(path: &Path, lines: &[Line], kept_calls: &BTreeSet<String>, bound
         let refers_kept = |key: &str| l.v.get(key).and_then(Value::as_str).is_some_and(|u| kept_uuids.contains(u));
         let keep = match l.ty() {
             "last-prompt" | "summary" => refers_kept("leafUuid"),
-            "file-history-snapshot" => l.v.get("messageId").map_or(true, |_| refers_kept("messageId")),
+            "file-history-snapshot" => l.v.get("messageId").is_none() || refers_kept("messageId"),
             "content-replacement" => false, // decided below with the replaced ids
             _ => true,
         };
