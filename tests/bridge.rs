@@ -102,7 +102,10 @@ async fn first_request_is_cleaned_validated_and_streamed_through() {
     assert_eq!(got[0].path, "/v1/messages?beta=true");
     let msgs = got[0].body["messages"].as_array().unwrap();
     assert_eq!(msgs.len(), 3);
-    assert_eq!(msgs[2]["content"], json!([{"type": "tool_result", "tool_use_id": "toolu_pv_t000_0", "content": "a.txt", "cache_control": {"type": "ephemeral"}}]));
+    assert_eq!(
+        msgs[2]["content"],
+        json!([{"type": "tool_result", "tool_use_id": "toolu_pv_t000_0", "content": "a.txt", "cache_control": {"type": "ephemeral"}}])
+    );
     assert_eq!(got[0].turn, Some(1));
     assert_eq!(got[0].headers["anthropic-version"], "2023-06-01");
     let ev = events.lock().unwrap().clone();
@@ -253,15 +256,30 @@ async fn slow_upstream(release: tokio::sync::oneshot::Receiver<()>) -> String {
                 tokio::spawn(async move {
                     let ev = |t: &str, d: Value| Ok(Frame::data(Bytes::from(format!("event: {t}\ndata: {d}\n\n"))));
                     tx.send(ev("message_start", json!({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": [], "model": "x", "stop_reason": null, "usage": {"input_tokens": 1, "output_tokens": 0}}}))).await.unwrap();
-                    tx.send(ev("content_block_start", json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}))).await.unwrap();
-                    tx.send(ev("content_block_delta", json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "EARLY"}}))).await.unwrap();
+                    tx.send(ev(
+                        "content_block_start",
+                        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+                    ))
+                    .await
+                    .unwrap();
+                    tx.send(ev(
+                        "content_block_delta",
+                        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "EARLY"}}),
+                    ))
+                    .await
+                    .unwrap();
                     let r = release.lock().await.take().unwrap();
                     r.await.unwrap();
                     tx.send(ev("content_block_stop", json!({"type": "content_block_stop", "index": 0}))).await.unwrap();
                     tx.send(ev("content_block_start", json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_x", "name": "Bash", "input": {}}}))).await.unwrap();
                     tx.send(ev("content_block_delta", json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{\"command\":\"ls\"}"}}))).await.unwrap();
                     tx.send(ev("content_block_stop", json!({"type": "content_block_stop", "index": 1}))).await.unwrap();
-                    tx.send(ev("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 3}}))).await.unwrap();
+                    tx.send(ev(
+                        "message_delta",
+                        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 3}}),
+                    ))
+                    .await
+                    .unwrap();
                     tx.send(ev("message_stop", json!({"type": "message_stop"}))).await.unwrap();
                 });
                 let stream = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|x| (x, rx)) });

@@ -29,9 +29,11 @@ fn all_requests(dir: &Path) -> Vec<Value> {
 fn request_after(reqs: &[Value], call_id: &str) -> Value {
     reqs.iter()
         .find(|r| {
-            r["body"]["messages"].as_array().unwrap().iter().any(|m| {
-                m["content"].as_array().into_iter().flatten().any(|b| b["tool_use_id"] == call_id)
-            })
+            r["body"]["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|m| m["content"].as_array().into_iter().flatten().any(|b| b["tool_use_id"] == call_id))
         })
         .unwrap_or_else(|| panic!("no request carries {call_id}"))
         .clone()
@@ -73,7 +75,8 @@ fn rebuilt_session_is_a_clean_cut() {
     let r = rebuild_lines(&source, &plan, n, &original_observations(&plan, n)).unwrap();
     let lines: Vec<Value> = r.text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     // Ends with the batch-3 results; unchanged lines are byte-identical to the source.
-    let src: Vec<&str> = std::fs::read_to_string(&source).unwrap().lines().map(String::from).collect::<Vec<_>>().leak().iter().map(|s| s.as_str()).collect();
+    let src: Vec<&str> =
+        std::fs::read_to_string(&source).unwrap().lines().map(String::from).collect::<Vec<_>>().leak().iter().map(|s| s.as_str()).collect();
     for l in r.text.lines() {
         assert!(src.contains(&l), "a line was rewritten although nothing changed");
     }
@@ -158,7 +161,10 @@ fn rebuild_writes_session_artifact_and_mtimes() {
     let s = rebuild(&req).unwrap();
     let home = ClaudeHome::new(&state);
     let real = std::fs::canonicalize(&ws).unwrap();
-    assert_eq!(s.native_path, home.config_dir.join("projects").join(escaped_project_dir(&real).unwrap()).join(format!("{}.jsonl", s.session_id)));
+    assert_eq!(
+        s.native_path,
+        home.config_dir.join("projects").join(escaped_project_dir(&real).unwrap()).join(format!("{}.jsonl", s.session_id))
+    );
     let bytes = std::fs::read(&s.native_path).unwrap();
     assert_eq!(bytes, std::fs::read(&artifact).unwrap());
     assert_eq!(s.digest, format!("blake3:{}", blake3::hash(&bytes).to_hex()));

@@ -118,7 +118,14 @@ async fn run(s: &Setup, o: Opts) -> Run {
         port: 0,
     };
     let state = s.state.path().join("state");
-    let mut c = ClaudeContinuation::new(&claude::claude_entrypoint(), &s.session, &s.work, &state, &s.state.path().join("out/native/continued.jsonl")).unwrap();
+    let mut c = ClaudeContinuation::new(
+        &claude::claude_entrypoint(),
+        &s.session,
+        &s.work,
+        &state,
+        &s.state.path().join("out/native/continued.jsonl"),
+    )
+    .unwrap();
     c.extra_args = s.task.args.clone();
     if o.default_text {
         c.resume_text = ResumeText::Default;
@@ -175,7 +182,13 @@ fn original_after(rec: &Path, call_id: &str) -> (usize, Vec<Value>) {
     let all = original_requests(rec);
     let i = all
         .iter()
-        .position(|r| r["body"]["messages"].as_array().unwrap().iter().any(|m| m["content"].as_array().into_iter().flatten().any(|b| b["tool_use_id"] == call_id)))
+        .position(|r| {
+            r["body"]["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|m| m["content"].as_array().into_iter().flatten().any(|b| b["tool_use_id"] == call_id))
+        })
         .unwrap();
     (i, all)
 }
@@ -368,7 +381,9 @@ async fn boundary_prompt_appears_once_right_after_the_boundary() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wrong_key_gets_401_and_fails_the_run() {
     let s = setup("five-step", 2, &[]);
-    let r = run(&s, Opts { budget: Some(2), extra_env: vec![("ANTHROPIC_API_KEY".into(), "not-the-bridge-key".into())], ..Default::default() }).await;
+    let r =
+        run(&s, Opts { budget: Some(2), extra_env: vec![("ANTHROPIC_API_KEY".into(), "not-the-bridge-key".into())], ..Default::default() })
+            .await;
     assert_eq!(r.outcome.status, AgentStatus::Failed, "{}", describe(&s, &r));
     assert!(r.upstream.is_empty(), "nothing reached the upstream: {:?}", r.upstream);
     assert!(r.outcome.bridge.failure.as_deref().unwrap().contains("bridge key"));

@@ -106,7 +106,11 @@ pub enum BridgeError {
     #[error("bridge configuration: {0}")]
     Config(String),
     #[error("cannot bind 127.0.0.1:{port}: {source}")]
-    Bind { port: u16, #[source] source: std::io::Error },
+    Bind {
+        port: u16,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// One fact for the caller to journal. The bridge waits for [`BridgeNotice::ack`] before it
@@ -215,9 +219,7 @@ pub fn random_key() -> String {
 pub async fn start(cfg: BridgeConfig) -> Result<(BridgeHandle, mpsc::UnboundedReceiver<BridgeNotice>), BridgeError> {
     let base = cfg.upstream.base_url.trim_end_matches('/').to_string();
     if !base.starts_with("http://") {
-        return Err(BridgeError::Config(format!(
-            "upstream {base:?}: only http:// upstreams are supported (no TLS client is built in)"
-        )));
+        return Err(BridgeError::Config(format!("upstream {base:?}: only http:// upstreams are supported (no TLS client is built in)")));
     }
     if let TransportRule::ClaudeResumeText { text } | TransportRule::TrailingUserMessage { text } = &cfg.transport {
         if text.is_empty() {

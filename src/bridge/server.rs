@@ -185,18 +185,48 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     let main_so_far = sh.state.lock().unwrap().main;
 
     if !authorized(&sh.key, &headers) {
-        return refuse(&sh, StatusCode::UNAUTHORIZED, "authentication_error", format!("{method} {path}: missing or wrong bridge key"), main_so_far, String::new(), false).await;
+        return refuse(
+            &sh,
+            StatusCode::UNAUTHORIZED,
+            "authentication_error",
+            format!("{method} {path}: missing or wrong bridge key"),
+            main_so_far,
+            String::new(),
+            false,
+        )
+        .await;
     }
     let body = match req.into_body().collect().await {
         Ok(b) => b.to_bytes(),
-        Err(e) => return refuse(&sh, StatusCode::BAD_REQUEST, "invalid_request_error", format!("cannot read the request body: {e}"), main_so_far, String::new(), false).await,
+        Err(e) => {
+            return refuse(
+                &sh,
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                format!("cannot read the request body: {e}"),
+                main_so_far,
+                String::new(),
+                false,
+            )
+            .await
+        }
     };
     let digest = blake3_digest(&body);
     if let Some(f) = sh.failure() {
-        return refuse(&sh, StatusCode::FORBIDDEN, "permission_error", format!("bridge failed earlier ({f})"), main_so_far, digest, false).await;
+        return refuse(&sh, StatusCode::FORBIDDEN, "permission_error", format!("bridge failed earlier ({f})"), main_so_far, digest, false)
+            .await;
     }
     if body.len() > MAX_REQUEST_BYTES {
-        return refuse(&sh, StatusCode::PAYLOAD_TOO_LARGE, "invalid_request_error", "request body too large".into(), main_so_far, digest, false).await;
+        return refuse(
+            &sh,
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_request_error",
+            "request body too large".into(),
+            main_so_far,
+            digest,
+            false,
+        )
+        .await;
     }
     let name = route_name(&path).to_string();
     match (&method, name.as_str()) {
@@ -205,7 +235,16 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
         (&Method::POST, "/messages") => {
             let parsed: Option<Value> = serde_json::from_slice(&body).ok().filter(Value::is_object);
             let Some(v) = parsed else {
-                return refuse(&sh, StatusCode::BAD_REQUEST, "invalid_request_error", "model request body is not a JSON object".into(), main_so_far, digest, false).await;
+                return refuse(
+                    &sh,
+                    StatusCode::BAD_REQUEST,
+                    "invalid_request_error",
+                    "model request body is not a JSON object".into(),
+                    main_so_far,
+                    digest,
+                    false,
+                )
+                .await;
             };
             let has_tools = v.get("tools").and_then(Value::as_array).is_some_and(|a| !a.is_empty());
             if has_tools {
@@ -214,7 +253,10 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
                 side(sh, method, path, headers, body, digest).await
             }
         }
-        _ => refuse(&sh, StatusCode::NOT_FOUND, "not_found_error", format!("unexpected request {method} {path}"), main_so_far, digest, false).await,
+        _ => {
+            refuse(&sh, StatusCode::NOT_FOUND, "not_found_error", format!("unexpected request {method} {path}"), main_so_far, digest, false)
+                .await
+        }
     }
 }
 
@@ -224,7 +266,20 @@ fn upstream_headers(h: &HeaderMap) -> HeaderMap {
     let mut out = HeaderMap::new();
     for (k, v) in h {
         let n = k.as_str();
-        if matches!(n, "host" | "content-length" | "x-api-key" | "authorization" | "accept-encoding" | "connection" | "transfer-encoding" | "keep-alive" | "proxy-authorization" | "te" | "upgrade") {
+        if matches!(
+            n,
+            "host"
+                | "content-length"
+                | "x-api-key"
+                | "authorization"
+                | "accept-encoding"
+                | "connection"
+                | "transfer-encoding"
+                | "keep-alive"
+                | "proxy-authorization"
+                | "te"
+                | "upgrade"
+        ) {
             continue;
         }
         out.append(k.clone(), v.clone());
@@ -243,7 +298,14 @@ fn response_headers(h: &HeaderMap) -> HeaderMap {
     out
 }
 
-async fn send_upstream(sh: &Shared, method: Method, url: &str, mut headers: HeaderMap, body: Bytes, bearer: bool) -> Result<Response<Incoming>, String> {
+async fn send_upstream(
+    sh: &Shared,
+    method: Method,
+    url: &str,
+    mut headers: HeaderMap,
+    body: Bytes,
+    bearer: bool,
+) -> Result<Response<Incoming>, String> {
     if let Some(k) = &sh.cfg.upstream.api_key {
         let (name, value) = if bearer { ("authorization", format!("Bearer {k}")) } else { ("x-api-key", k.clone()) };
         headers.insert(name, HeaderValue::from_str(&value).map_err(|_| "the upstream key is not a valid header value".to_string())?);
@@ -524,7 +586,10 @@ async fn translated(sh: &Shared, body: Value, main: Option<()>) -> Response<Body
         let kind = if status.as_u16() == 429 { "rate_limit_error" } else { "api_error" };
         return error_response(status, kind, &format!("upstream answered {status}"));
     }
-    let message = match serde_json::from_slice::<Value>(&bytes).map_err(|e| e.to_string()).and_then(|v| translate::chat_to_anthropic(&v, &agent_model)) {
+    let message = match serde_json::from_slice::<Value>(&bytes)
+        .map_err(|e| e.to_string())
+        .and_then(|v| translate::chat_to_anthropic(&v, &agent_model))
+    {
         Ok(m) => m,
         Err(e) => {
             sh.latch(format!("untranslatable upstream answer: {e}"));

@@ -74,7 +74,9 @@ mod tests {
     #[test]
     fn split_events() {
         let mut s = SseScanner::default();
-        let a = s.feed(b"event: content_block_start\r\ndata: {\"type\":\"content_block_start\",\"content_block\":{\"type\":\"tool_use\",\"name\":\"Ba");
+        let a = s.feed(
+            b"event: content_block_start\r\ndata: {\"type\":\"content_block_start\",\"content_block\":{\"type\":\"tool_use\",\"name\":\"Ba",
+        );
         assert!(a.is_empty());
         let b = s.feed(b"sh\"}}\r\n\r\nevent: ping\ndata: {\"type\":\"ping\"}\n\n");
         assert_eq!(b.len(), 2);

@@ -42,11 +42,7 @@ pub fn anthropic_to_chat(req: &Value, model: Option<&str>) -> Result<Value, Stri
     if let Some(sys) = req.get("system") {
         let text = match sys {
             Value::String(s) => s.clone(),
-            Value::Array(blocks) => blocks
-                .iter()
-                .filter_map(|b| b.get("text").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .join("\n\n"),
+            Value::Array(blocks) => blocks.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n\n"),
             _ => String::new(),
         };
         if !text.is_empty() {
@@ -208,18 +204,33 @@ pub fn anthropic_sse(message: &Value) -> Vec<u8> {
     for (i, b) in message["content"].as_array().into_iter().flatten().enumerate() {
         match b["type"].as_str() {
             Some("text") => {
-                ev("content_block_start", json!({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}}));
-                ev("content_block_delta", json!({"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": b["text"]}}));
+                ev(
+                    "content_block_start",
+                    json!({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}}),
+                );
+                ev(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": b["text"]}}),
+                );
             }
             Some("tool_use") => {
-                ev("content_block_start", json!({"type": "content_block_start", "index": i, "content_block": {"type": "tool_use", "id": b["id"], "name": b["name"], "input": {}}}));
-                ev("content_block_delta", json!({"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": b["input"].to_string()}}));
+                ev(
+                    "content_block_start",
+                    json!({"type": "content_block_start", "index": i, "content_block": {"type": "tool_use", "id": b["id"], "name": b["name"], "input": {}}}),
+                );
+                ev(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": b["input"].to_string()}}),
+                );
             }
             _ => continue,
         }
         ev("content_block_stop", json!({"type": "content_block_stop", "index": i}));
     }
-    ev("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": message["stop_reason"], "stop_sequence": null}, "usage": {"output_tokens": message["usage"]["output_tokens"]}}));
+    ev(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": message["stop_reason"], "stop_sequence": null}, "usage": {"output_tokens": message["usage"]["output_tokens"]}}),
+    );
     ev("message_stop", json!({"type": "message_stop"}));
     out
 }

@@ -171,7 +171,10 @@ mod tests {
         let r = rule().locate(&msgs, 3).unwrap();
         assert_eq!(r, Removal::Block { message: 2, block: 1 });
         apply_removal(&mut msgs, &r);
-        assert_eq!(msgs[2]["content"], json!([{"type": "tool_result", "tool_use_id": "t1", "content": "ok", "cache_control": {"type": "ephemeral"}}]));
+        assert_eq!(
+            msgs[2]["content"],
+            json!([{"type": "tool_result", "tool_use_id": "t1", "content": "ok", "cache_control": {"type": "ephemeral"}}])
+        );
         assert!(!text_block_remains(&msgs, CLAUDE_DEFAULT_RESUME_TEXT));
         assert_eq!(rule().locate(&msgs, 3), None);
     }

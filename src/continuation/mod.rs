@@ -110,7 +110,14 @@ pub struct ContinuationSpec {
 impl ContinuationSpec {
     /// Defaults: no budget, 1 h timeout, attempt 1, 5 s failure grace.
     pub fn new(budget: Option<u64>) -> ContinuationSpec {
-        ContinuationSpec { budget, timeout: Duration::from_secs(3600), attempt: 1, agent_version: None, log_dir: None, failure_grace: Duration::from_secs(5) }
+        ContinuationSpec {
+            budget,
+            timeout: Duration::from_secs(3600),
+            attempt: 1,
+            agent_version: None,
+            log_dir: None,
+            failure_grace: Duration::from_secs(5),
+        }
     }
 }
 
@@ -194,9 +201,7 @@ where
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    let mut child = command
-        .spawn()
-        .map_err(|e| AdapterError::Continuation(format!("cannot start {}: {e}", cmd.program.display())))?;
+    let mut child = command.spawn().map_err(|e| AdapterError::Continuation(format!("cannot start {}: {e}", cmd.program.display())))?;
     let pid = child.id();
     let mut stdin = child.stdin.take();
     let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
@@ -292,7 +297,10 @@ where
     let info = ExitInfo { code: status.code(), signal: status.signal(), timed_out };
     let mut verdict = agent.verdict(&info, &stats, spec.budget);
     if timed_out {
-        verdict = AgentVerdict { status: AgentStatus::Failed, message: Some(format!("the agent did not finish within {} s", spec.timeout.as_secs())) };
+        verdict = AgentVerdict {
+            status: AgentStatus::Failed,
+            message: Some(format!("the agent did not finish within {} s", spec.timeout.as_secs())),
+        };
     } else if let Some(f) = &stats.failure {
         verdict = AgentVerdict { status: AgentStatus::Failed, message: Some(format!("bridge refused the continuation: {f}")) };
     }

@@ -89,8 +89,15 @@ pub struct ClaudeContinuation {
 impl ClaudeContinuation {
     /// A continuation of `session` (as written by [`super::rebuild::rebuild`] for
     /// `workspace` under `state_dir`).
-    pub fn new(entrypoint: &Path, session: &RebuiltSession, workspace: &Path, state_dir: &Path, continued_artifact: &Path) -> Result<Self, AdapterError> {
-        let rebuilt = std::fs::read(&session.native_path).map_err(|source| AdapterError::Io { path: session.native_path.clone(), source })?;
+    pub fn new(
+        entrypoint: &Path,
+        session: &RebuiltSession,
+        workspace: &Path,
+        state_dir: &Path,
+        continued_artifact: &Path,
+    ) -> Result<Self, AdapterError> {
+        let rebuilt =
+            std::fs::read(&session.native_path).map_err(|source| AdapterError::Io { path: session.native_path.clone(), source })?;
         Ok(ClaudeContinuation {
             entrypoint: entrypoint.to_path_buf(),
             workspace: workspace.to_path_buf(),
@@ -208,16 +215,20 @@ impl ContinuationAgent for ClaudeContinuation {
         let subtype = r.get("subtype").and_then(Value::as_str).unwrap_or("");
         let is_error = r.get("is_error").and_then(Value::as_bool).unwrap_or(false);
         let detail = || {
-            let errors: Vec<String> = r.get("errors").and_then(Value::as_array).into_iter().flatten().filter_map(|e| e.as_str().map(String::from)).collect();
+            let errors: Vec<String> =
+                r.get("errors").and_then(Value::as_array).into_iter().flatten().filter_map(|e| e.as_str().map(String::from)).collect();
             let text = r.get("result").and_then(Value::as_str).unwrap_or("");
-            if errors.is_empty() { text.to_string() } else { errors.join("; ") }
+            if errors.is_empty() {
+                text.to_string()
+            } else {
+                errors.join("; ")
+            }
         };
         match subtype {
             "error_max_turns" => match budget {
-                Some(b) if bridge.steps == b => AgentVerdict {
-                    status: AgentStatus::MaxSteps,
-                    message: Some(format!("live step budget of {b} used ({})", detail())),
-                },
+                Some(b) if bridge.steps == b => {
+                    AgentVerdict { status: AgentStatus::MaxSteps, message: Some(format!("live step budget of {b} used ({})", detail())) }
+                }
                 _ => failed(format!("claude stopped at its turn limit but the bridge answered {} of {:?} steps", bridge.steps, budget)),
             },
             "success" if !is_error => {
@@ -362,11 +373,15 @@ mod tests {
 
     #[test]
     fn cleaning_removes_transport_records_and_reparents() {
-        let prefix = line(json!({"type": "user", "uuid": "b", "parentUuid": null, "sessionId": SID, "message": {"content": [{"type": "tool_result"}]}}));
+        let prefix = line(
+            json!({"type": "user", "uuid": "b", "parentUuid": null, "sessionId": SID, "message": {"content": [{"type": "tool_result"}]}}),
+        );
         let mut f = prefix.clone();
         f += &line(json!({"type": "queue-operation", "operation": "enqueue", "sessionId": SID}));
         f += &line(json!({"type": "queue-operation", "operation": "dequeue", "sessionId": SID}));
-        f += &line(json!({"type": "user", "isMeta": true, "uuid": "m", "parentUuid": "b", "sessionId": SID, "message": {"role": "user", "content": [{"type": "text", "text": "PVISOR-RESUME-1"}]}}));
+        f += &line(
+            json!({"type": "user", "isMeta": true, "uuid": "m", "parentUuid": "b", "sessionId": SID, "message": {"role": "user", "content": [{"type": "text", "text": "PVISOR-RESUME-1"}]}}),
+        );
         f += &line(json!({"type": "assistant", "uuid": "a", "parentUuid": "m", "sessionId": SID, "message": {"content": []}}));
         f += &line(json!({"type": "cost-state", "sessionId": SID}));
         let c = clean_continued(f.as_bytes(), prefix.as_bytes(), SID, "PVISOR-RESUME-1").unwrap();
@@ -382,10 +397,14 @@ mod tests {
         let prefix = line(json!({"type": "user", "uuid": "b", "sessionId": SID}));
         let other = line(json!({"type": "user", "uuid": "c", "sessionId": SID}));
         assert!(clean_continued(other.as_bytes(), prefix.as_bytes(), SID, "N").is_err());
-        let f = prefix.clone() + &line(json!({"type": "assistant", "uuid": "x", "parentUuid": "b", "sessionId": "00000000-0000-4000-8000-000000000000"}));
+        let f = prefix.clone()
+            + &line(json!({"type": "assistant", "uuid": "x", "parentUuid": "b", "sessionId": "00000000-0000-4000-8000-000000000000"}));
         assert!(clean_continued(f.as_bytes(), prefix.as_bytes(), SID, "N").is_err());
         // The nonce surviving outside a removable record is refused.
-        let f = prefix.clone() + &line(json!({"type": "assistant", "uuid": "x", "parentUuid": "b", "sessionId": SID, "message": {"content": [{"type": "text", "text": "PVISOR-RESUME-9"}]}}));
+        let f = prefix.clone()
+            + &line(
+                json!({"type": "assistant", "uuid": "x", "parentUuid": "b", "sessionId": SID, "message": {"content": [{"type": "text", "text": "PVISOR-RESUME-9"}]}}),
+            );
         assert!(clean_continued(f.as_bytes(), prefix.as_bytes(), SID, "PVISOR-RESUME-9").is_err());
     }
 

@@ -171,11 +171,8 @@ fn compute_cut(path: &Path, lines: &[Line], kept_calls: &BTreeSet<String>, bound
             return Err(terr(path, 0, "tool_result", format!("call {id} has no tool_result record; the boundary is not a complete batch")));
         }
     }
-    let boundary = boundary_calls
-        .iter()
-        .map(|id| result_pos[id])
-        .max()
-        .ok_or_else(|| terr(path, 0, "batch", "the boundary batch has no calls"))?;
+    let boundary =
+        boundary_calls.iter().map(|id| result_pos[id]).max().ok_or_else(|| terr(path, 0, "batch", "the boundary batch has no calls"))?;
 
     // uuid -> position, for records up to the boundary and the trailing attachments.
     let mut by_uuid: HashMap<&str, usize> = HashMap::new();
@@ -213,7 +210,12 @@ fn compute_cut(path: &Path, lines: &[Line], kept_calls: &BTreeSet<String>, bound
             Some(Value::String(p)) => match by_uuid.get(p.as_str()) {
                 Some(&pp) => Some(pp),
                 None => {
-                    return Err(terr(path, lines[pos].idx + 1, "parentUuid", format!("parent {p} is not in the session before the boundary")))
+                    return Err(terr(
+                        path,
+                        lines[pos].idx + 1,
+                        "parentUuid",
+                        format!("parent {p} is not in the session before the boundary"),
+                    ))
                 }
             },
             Some(_) => return Err(terr(path, lines[pos].idx + 1, "parentUuid", "not a string")),
@@ -425,10 +427,7 @@ fn push_user(out: &mut Vec<Value>, content: Vec<Value>) {
 }
 
 fn strip_reminder(s: &str) -> String {
-    s.strip_prefix("<system-reminder>\n")
-        .and_then(|t| t.strip_suffix("\n</system-reminder>"))
-        .unwrap_or(s)
-        .to_string()
+    s.strip_prefix("<system-reminder>\n").and_then(|t| t.strip_suffix("\n</system-reminder>")).unwrap_or(s).to_string()
 }
 
 /// The message hashes of the model request Claude recorded right after `after_pos` (its
@@ -700,9 +699,11 @@ pub fn rebuild(req: &RebuildRequest) -> Result<RebuiltSession, AdapterError> {
         std::fs::create_dir_all(parent).map_err(|e| io_err(parent, e))?;
     }
     write_file(req.artifact_path, rebuilt.text.as_bytes())?;
-    let original_cwd = req.plan.original_cwd.clone().or_else(|| {
-        rebuilt.kept_records.iter().find_map(|r| r.get("cwd").and_then(Value::as_str).map(PathBuf::from))
-    });
+    let original_cwd = req
+        .plan
+        .original_cwd
+        .clone()
+        .or_else(|| rebuilt.kept_records.iter().find_map(|r| r.get("cwd").and_then(Value::as_str).map(PathBuf::from)));
     let refs: Vec<&Value> = rebuilt.kept_records.iter().collect();
     set_read_state_mtimes(&refs, original_cwd.as_deref(), &cwd);
     Ok(RebuiltSession {
@@ -720,13 +721,7 @@ pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), AdapterError> 
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .mode(0o600)
-        .open(&tmp)
-        .map_err(|e| io_err(&tmp, e))?;
+    let mut f = std::fs::OpenOptions::new().create(true).truncate(true).write(true).mode(0o600).open(&tmp).map_err(|e| io_err(&tmp, e))?;
     f.write_all(bytes).map_err(|e| io_err(&tmp, e))?;
     f.sync_all().map_err(|e| io_err(&tmp, e))?;
     std::fs::rename(&tmp, path).map_err(|e| io_err(path, e))
