@@ -9,6 +9,8 @@
 //! - [`fold`]: the only code that computes status: events → state → result.
 //! - [`report`]: timelines and exports of events.
 //! - [`cli`]: flags, subcommands, exit codes.
+//! - [`bridge`]: the fail-closed local model bridge between a continued agent and its upstream.
+//! - [`continuation`]: the agent-neutral continuation runner (bridge + real agent + events).
 //! - [`model`]: the scripted model server the real agent CLIs run against offline.
 //! - [`workspace`]: path confinement of file tools to the sandbox workspace.
 //! - [`supervisor`]: process-group supervisor for the commands tools run.
@@ -16,8 +18,10 @@
 pub mod adapter;
 pub mod adapters;
 pub mod audit;
+pub mod bridge;
 pub mod cli;
 pub mod compare;
+pub mod continuation;
 pub mod digest;
 pub mod engine;
 pub mod error;

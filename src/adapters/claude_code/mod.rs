@@ -1,6 +1,9 @@
 //! Claude Code adapter (supported version: [`SUPPORTED_VERSION`]).
 //!
 //! - [`parse`]: session JSONL → [`parse::ParsedSession`] → [`crate::adapter::Plan`].
+//! - [`rebuild`]: the native session with fresh observations, in an isolated config dir.
+//! - [`continuation`]: resuming the rebuilt session with the real `claude` through the bridge.
+//! - [`agent`]: the [`crate::adapter::Adapter`] implementation tying the parts together.
 //! - [`tools`]: re-execution of Claude Code's native tools, producing the exact
 //!   `tool_result.content` texts Claude Code 2.1.332 sends to the model.
 //!
@@ -9,7 +12,10 @@
 //! comments, e.g. `chunk-bqhgd24a.js`, are the Bun-bundled modules of that binary).
 //! See `docs/agents/claude-code.md` for the tool table and known differences.
 
+pub mod agent;
+pub mod continuation;
 pub mod parse;
+pub mod rebuild;
 pub mod tools;
 
 /// The Claude Code version whose tool outputs this adapter reproduces.

@@ -1,0 +1,619 @@
+//! The bridge's HTTP side: hyper 1 server on 127.0.0.1, hyper client to the upstream.
+
+use super::canonical::{blake3_digest, canonical_anthropic_message, message_digest, prefix_digest};
+use super::sse::{anthropic_message_tools, anthropic_tool_start, SseScanner};
+use super::transport::{apply_removal, text_block_remains, TransportRule, CLAUDE_DEFAULT_RESUME_TEXT};
+use super::{translate, BridgeConfig, BridgeNotice, BridgeStats, UpstreamMode};
+use bytes::Bytes;
+use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Full, StreamBody};
+use hyper::body::{Frame, Incoming};
+use hyper::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::client::legacy::{connect::HttpConnector, Client};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use journal_format::event::{BridgeRequestValidated, ContinuationStep};
+use journal_format::Event;
+use serde_json::{json, Value};
+use std::sync::{Arc, Mutex};
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinSet;
+
+type Body = UnsyncBoxBody<Bytes, std::io::Error>;
+
+/// Request bodies above this are refused (and latch failure).
+const MAX_REQUEST_BYTES: usize = 64 * 1024 * 1024;
+
+#[derive(Debug, Default)]
+struct State {
+    failure: Option<String>,
+    main: u64,
+    steps: u64,
+    side: u64,
+    upstream: u64,
+    in_flight: bool,
+    injected: bool,
+}
+
+pub(super) struct Shared {
+    pub(super) cfg: BridgeConfig,
+    key: String,
+    prefix_digests: Vec<String>,
+    pub(super) prefix_digest: String,
+    client: Client<HttpConnector, Full<Bytes>>,
+    state: Mutex<State>,
+    notices: mpsc::UnboundedSender<BridgeNotice>,
+}
+
+impl Shared {
+    pub(super) fn new(cfg: BridgeConfig, key: String, notices: mpsc::UnboundedSender<BridgeNotice>) -> Shared {
+        let prefix: Vec<Value> = cfg.prefix.iter().map(canonical_anthropic_message).collect();
+        let prefix_digests = prefix.iter().map(message_digest).collect();
+        let pd = prefix_digest(&prefix);
+        let client = Client::builder(TokioExecutor::new()).build_http();
+        let mut cfg = cfg;
+        cfg.prefix = prefix;
+        Shared { cfg, key, prefix_digests, prefix_digest: pd, client, state: Mutex::new(State::default()), notices }
+    }
+
+    pub(super) fn stats(&self) -> BridgeStats {
+        let s = self.state.lock().unwrap();
+        BridgeStats {
+            main_requests: s.main,
+            steps: s.steps,
+            side_requests: s.side,
+            upstream_requests: s.upstream,
+            failure: s.failure.clone(),
+            boundary_prompt_injected: s.injected,
+        }
+    }
+
+    pub(super) fn latch(&self, reason: String) {
+        let mut s = self.state.lock().unwrap();
+        if s.failure.is_none() {
+            s.failure = Some(reason);
+        }
+    }
+
+    fn failure(&self) -> Option<String> {
+        self.state.lock().unwrap().failure.clone()
+    }
+
+    /// Hand a fact to the caller and wait for its acknowledgement.
+    async fn notify(&self, event: Event) -> bool {
+        let (tx, rx) = oneshot::channel();
+        if self.notices.send(BridgeNotice { event, ack: tx }).is_err() {
+            return false;
+        }
+        rx.await.unwrap_or(false)
+    }
+
+    async fn notify_validation(&self, v: BridgeRequestValidated) -> bool {
+        let ok = v.ok;
+        let acked = self.notify(Event::BridgeRequestValidated(v)).await;
+        if !acked {
+            self.latch("the journal did not acknowledge a bridge validation".into());
+        }
+        acked && ok
+    }
+
+    fn validated(&self, n: u64, digest: String, removed: Vec<String>, injected: bool, side: bool) -> BridgeRequestValidated {
+        BridgeRequestValidated {
+            n,
+            request_digest: digest,
+            prefix_digest: self.prefix_digest.clone(),
+            removed,
+            boundary_prompt_injected: injected,
+            ok: true,
+            reason: None,
+            side,
+        }
+    }
+}
+
+pub(super) async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = stop.changed() => break,
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else {
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                    continue;
+                };
+                let sh = shared.clone();
+                conns.spawn(async move {
+                    let svc = hyper::service::service_fn(move |req| {
+                        let sh = sh.clone();
+                        async move { Ok::<_, std::convert::Infallible>(handle(sh, req).await) }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await;
+                });
+            }
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        }
+    }
+    conns.abort_all();
+    while conns.join_next().await.is_some() {}
+}
+
+fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into()).map_err(|never| match never {}).boxed_unsync()
+}
+
+fn error_response(status: StatusCode, kind: &str, message: &str) -> Response<Body> {
+    let body = json!({"type": "error", "error": {"type": kind, "message": format!("pvisor bridge: {message}")}});
+    let mut r = Response::new(full(body.to_string()));
+    *r.status_mut() = status;
+    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+fn authorized(key: &str, h: &HeaderMap) -> bool {
+    let x = h.get("x-api-key").and_then(|v| v.to_str().ok());
+    let bearer = h.get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+    x == Some(key) || bearer == Some(key)
+}
+
+fn route_name(path: &str) -> &str {
+    let p = path.split('?').next().unwrap_or("");
+    let p = p.trim_end_matches('/');
+    p.strip_prefix("/v1").unwrap_or(p)
+}
+
+/// Refuse one request: latch, report, answer 4xx.
+async fn refuse(sh: &Shared, status: StatusCode, kind: &str, reason: String, n: u64, digest: String, side: bool) -> Response<Body> {
+    sh.latch(reason.clone());
+    let v = BridgeRequestValidated {
+        n,
+        request_digest: digest,
+        prefix_digest: sh.prefix_digest.clone(),
+        removed: Vec::new(),
+        boundary_prompt_injected: false,
+        ok: false,
+        reason: Some(reason.clone()),
+        side,
+    };
+    let _ = sh.notify(Event::BridgeRequestValidated(v)).await;
+    error_response(status, kind, &reason)
+}
+
+async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
+    let method = req.method().clone();
+    let path = req.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_else(|| "/".into());
+    let headers = req.headers().clone();
+    let main_so_far = sh.state.lock().unwrap().main;
+
+    if !authorized(&sh.key, &headers) {
+        return refuse(
+            &sh,
+            StatusCode::UNAUTHORIZED,
+            "authentication_error",
+            format!("{method} {path}: missing or wrong bridge key"),
+            main_so_far,
+            String::new(),
+            false,
+        )
+        .await;
+    }
+    let body = match req.into_body().collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) => {
+            return refuse(
+                &sh,
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                format!("cannot read the request body: {e}"),
+                main_so_far,
+                String::new(),
+                false,
+            )
+            .await
+        }
+    };
+    let digest = blake3_digest(&body);
+    if let Some(f) = sh.failure() {
+        return refuse(&sh, StatusCode::FORBIDDEN, "permission_error", format!("bridge failed earlier ({f})"), main_so_far, digest, false)
+            .await;
+    }
+    if body.len() > MAX_REQUEST_BYTES {
+        return refuse(
+            &sh,
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_request_error",
+            "request body too large".into(),
+            main_so_far,
+            digest,
+            false,
+        )
+        .await;
+    }
+    let name = route_name(&path).to_string();
+    match (&method, name.as_str()) {
+        (&Method::HEAD, _) | (&Method::GET, _) => side(sh, method, path, headers, body, digest).await,
+        (&Method::POST, "/messages/count_tokens") => side(sh, method, path, headers, body, digest).await,
+        (&Method::POST, "/messages") => {
+            let parsed: Option<Value> = serde_json::from_slice(&body).ok().filter(Value::is_object);
+            let Some(v) = parsed else {
+                return refuse(
+                    &sh,
+                    StatusCode::BAD_REQUEST,
+                    "invalid_request_error",
+                    "model request body is not a JSON object".into(),
+                    main_so_far,
+                    digest,
+                    false,
+                )
+                .await;
+            };
+            let has_tools = v.get("tools").and_then(Value::as_array).is_some_and(|a| !a.is_empty());
+            if has_tools {
+                main(sh, path, headers, v, digest).await
+            } else {
+                side(sh, method, path, headers, body, digest).await
+            }
+        }
+        _ => {
+            refuse(&sh, StatusCode::NOT_FOUND, "not_found_error", format!("unexpected request {method} {path}"), main_so_far, digest, false)
+                .await
+        }
+    }
+}
+
+/// Headers forwarded upstream: everything but hop-by-hop, length, host, the agent's key and
+/// `accept-encoding` (the bridge reads the answer).
+fn upstream_headers(h: &HeaderMap) -> HeaderMap {
+    let mut out = HeaderMap::new();
+    for (k, v) in h {
+        let n = k.as_str();
+        if matches!(
+            n,
+            "host"
+                | "content-length"
+                | "x-api-key"
+                | "authorization"
+                | "accept-encoding"
+                | "connection"
+                | "transfer-encoding"
+                | "keep-alive"
+                | "proxy-authorization"
+                | "te"
+                | "upgrade"
+        ) {
+            continue;
+        }
+        out.append(k.clone(), v.clone());
+    }
+    out
+}
+
+fn response_headers(h: &HeaderMap) -> HeaderMap {
+    let mut out = HeaderMap::new();
+    for (k, v) in h {
+        if matches!(k.as_str(), "content-length" | "connection" | "transfer-encoding" | "keep-alive") {
+            continue;
+        }
+        out.append(k.clone(), v.clone());
+    }
+    out
+}
+
+async fn send_upstream(
+    sh: &Shared,
+    method: Method,
+    url: &str,
+    mut headers: HeaderMap,
+    body: Bytes,
+    bearer: bool,
+) -> Result<Response<Incoming>, String> {
+    if let Some(k) = &sh.cfg.upstream.api_key {
+        let (name, value) = if bearer { ("authorization", format!("Bearer {k}")) } else { ("x-api-key", k.clone()) };
+        headers.insert(name, HeaderValue::from_str(&value).map_err(|_| "the upstream key is not a valid header value".to_string())?);
+    }
+    let mut req = Request::builder().method(method).uri(url);
+    *req.headers_mut().unwrap() = headers;
+    let req = req.body(Full::new(body)).map_err(|e| format!("cannot build the upstream request: {e}"))?;
+    sh.state.lock().unwrap().upstream += 1;
+    match tokio::time::timeout(sh.cfg.upstream.response_timeout, sh.client.request(req)).await {
+        Ok(Ok(r)) => Ok(r),
+        Ok(Err(e)) => Err(format!("upstream request failed: {e}")),
+        Err(_) => Err("upstream did not answer in time".into()),
+    }
+}
+
+/// A side request: reported, then forwarded as is (translated mode: answered locally).
+async fn side(sh: Arc<Shared>, method: Method, path: String, headers: HeaderMap, body: Bytes, digest: String) -> Response<Body> {
+    let n = {
+        let mut s = sh.state.lock().unwrap();
+        s.side += 1;
+        s.main
+    };
+    if !sh.notify_validation(sh.validated(n, digest, Vec::new(), false, true)).await {
+        return error_response(StatusCode::FORBIDDEN, "permission_error", "the journal did not acknowledge the request");
+    }
+    if sh.cfg.upstream.mode == UpstreamMode::OpenAiChat {
+        return match route_name(&path) {
+            "/messages/count_tokens" => {
+                let mut r = Response::new(full(json!({"input_tokens": body.len() / 4}).to_string()));
+                r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                r
+            }
+            "/messages" => match serde_json::from_slice::<Value>(&body) {
+                Ok(v) => translated(&sh, v, None).await,
+                Err(_) => error_response(StatusCode::BAD_REQUEST, "invalid_request_error", "not JSON"),
+            },
+            _ => Response::new(full("ok")),
+        };
+    }
+    let url = format!("{}{}", sh.cfg.upstream.base_url, path);
+    match send_upstream(&sh, method, &url, upstream_headers(&headers), body, false).await {
+        Ok(resp) => {
+            let (parts, incoming) = resp.into_parts();
+            let mut r = Response::new(incoming.map_err(|e| std::io::Error::other(e.to_string())).boxed_unsync());
+            *r.status_mut() = parts.status;
+            *r.headers_mut() = response_headers(&parts.headers);
+            r
+        }
+        Err(e) => error_response(StatusCode::BAD_GATEWAY, "api_error", &e),
+    }
+}
+
+/// What validation produced for a main request.
+struct Prepared {
+    n: u64,
+    body: Value,
+    removed: Vec<String>,
+    injected: bool,
+}
+
+/// Validate a main request against the prefix and build the body to forward.
+fn prepare(sh: &Shared, mut body: Value) -> Result<Prepared, (u64, String)> {
+    let (n, steps) = {
+        let mut s = sh.state.lock().unwrap();
+        s.main += 1;
+        if s.in_flight {
+            return Err((s.main, "a main request arrived while another one was still being answered".into()));
+        }
+        (s.main, s.steps)
+    };
+    let cfg = &sh.cfg;
+    if let Some(max) = cfg.max_steps {
+        if steps >= max {
+            return Err((n, format!("the live step budget ({max}) is used up; the agent asked for another model reply")));
+        }
+    }
+    let Some(msgs) = body.get("messages").and_then(Value::as_array) else {
+        return Err((n, "the request has no messages".into()));
+    };
+    let plen = cfg.prefix.len();
+    let mut msgs = msgs.clone();
+    let mut removed = Vec::new();
+    if let Some(r) = cfg.transport.locate(&msgs, plen) {
+        apply_removal(&mut msgs, &r);
+        removed.push(cfg.transport.item_name().to_string());
+    }
+    if let Some(t) = cfg.transport.text() {
+        if text_block_remains(&msgs, t) {
+            return Err((n, format!("the transport item `{}` appears outside its place", cfg.transport.item_name())));
+        }
+        // A nonce must not appear anywhere else either (object keys included).
+        if t != CLAUDE_DEFAULT_RESUME_TEXT && !matches!(cfg.transport, TransportRule::None) {
+            let mut probe = body.clone();
+            probe["messages"] = Value::Array(msgs.clone());
+            if probe.to_string().contains(t) {
+                return Err((n, "the resume nonce appears elsewhere in the request".into()));
+            }
+        }
+    }
+    let canon: Vec<Value> = msgs.iter().map(canonical_anthropic_message).collect();
+    if canon.len() < plen {
+        return Err((n, format!("the request has {} messages, fewer than the {plen} of the expected prefix", canon.len())));
+    }
+    for (i, want) in sh.prefix_digests.iter().enumerate() {
+        if &message_digest(&canon[i]) != want {
+            return Err((n, format!("message {i} differs from the expected prefix")));
+        }
+    }
+    if steps == 0 && canon.len() != plen {
+        return Err((n, format!("the first request does not end at the boundary: {} message(s) after O′N", canon.len() - plen)));
+    }
+    if steps > 0 && canon.len() == plen {
+        return Err((n, "a later request carries no turn after the boundary".into()));
+    }
+    let mut injected = false;
+    if let Some(p) = &cfg.boundary_prompt {
+        msgs.insert(plen, json!({"role": "user", "content": [{"type": "text", "text": p}]}));
+        injected = true;
+    }
+    body["messages"] = Value::Array(msgs);
+    if cfg.disable_thinking {
+        body["thinking"] = json!({"type": "disabled"});
+        if let Some(cm) = body.get_mut("context_management").and_then(Value::as_object_mut) {
+            if let Some(edits) = cm.get_mut("edits").and_then(Value::as_array_mut) {
+                edits.retain(|e| !e.get("type").and_then(Value::as_str).is_some_and(|t| t.starts_with("clear_thinking")));
+            }
+            if cm.get("edits").and_then(Value::as_array).is_some_and(|e| e.is_empty()) {
+                cm.remove("edits");
+            }
+        }
+        if body.get("context_management").and_then(Value::as_object).is_some_and(|o| o.is_empty()) {
+            body.as_object_mut().unwrap().remove("context_management");
+        }
+    }
+    if cfg.upstream.mode == UpstreamMode::Native {
+        if let Some(m) = &cfg.upstream.model {
+            body["model"] = json!(m);
+        }
+    }
+    {
+        let mut s = sh.state.lock().unwrap();
+        s.in_flight = true;
+        s.injected |= injected;
+    }
+    Ok(Prepared { n, body, removed, injected })
+}
+
+fn done(sh: &Shared) {
+    sh.state.lock().unwrap().in_flight = false;
+}
+
+async fn main(sh: Arc<Shared>, path: String, headers: HeaderMap, body: Value, digest: String) -> Response<Body> {
+    let p = match prepare(&sh, body) {
+        Ok(p) => p,
+        Err((n, reason)) => return refuse(&sh, StatusCode::UNPROCESSABLE_ENTITY, "invalid_request_error", reason, n, digest, false).await,
+    };
+    let out = serde_json::to_vec(&p.body).expect("JSON values serialize");
+    let v = sh.validated(p.n, blake3_digest(&out), p.removed.clone(), p.injected, false);
+    if !sh.notify_validation(v).await {
+        done(&sh);
+        return error_response(StatusCode::FORBIDDEN, "permission_error", "the journal did not acknowledge the request");
+    }
+    if sh.cfg.upstream.mode == UpstreamMode::OpenAiChat {
+        let r = translated(&sh, p.body, Some(())).await;
+        done(&sh);
+        return r;
+    }
+    let url = format!("{}{}", sh.cfg.upstream.base_url, path);
+    let resp = match send_upstream(&sh, Method::POST, &url, upstream_headers(&headers), Bytes::from(out), false).await {
+        Ok(r) => r,
+        Err(e) => {
+            done(&sh);
+            return error_response(StatusCode::BAD_GATEWAY, "api_error", &e);
+        }
+    };
+    let (parts, incoming) = resp.into_parts();
+    let sse = parts.headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("text/event-stream"));
+    let success = parts.status.is_success();
+    let (tx, rx) = mpsc::channel::<Result<Frame<Bytes>, std::io::Error>>(32);
+    tokio::spawn(pump(sh.clone(), incoming, tx, sse, success));
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|x| (x, rx)) });
+    let mut r = Response::new(BodyExt::boxed_unsync(StreamBody::new(stream)));
+    *r.status_mut() = parts.status;
+    *r.headers_mut() = response_headers(&parts.headers);
+    r
+}
+
+/// Stream the upstream answer to the agent. Bytes pass through as they arrive, except that
+/// from the first tool call on (or, for a non-SSE answer, everything) they are held until
+/// the step has been acknowledged: the agent cannot act on a reply the journal lacks.
+async fn pump(sh: Arc<Shared>, mut incoming: Incoming, tx: mpsc::Sender<Result<Frame<Bytes>, std::io::Error>>, sse: bool, success: bool) {
+    let mut hasher = blake3::Hasher::new();
+    let mut scanner = SseScanner::default();
+    let mut tools: Vec<String> = Vec::new();
+    let mut held: Vec<Bytes> = Vec::new();
+    let mut holding = !sse && success;
+    let mut agent_gone = false;
+    loop {
+        match incoming.frame().await {
+            None => break,
+            Some(Err(e)) => {
+                let _ = tx.send(Err(std::io::Error::other(format!("upstream stream broke: {e}")))).await;
+                done(&sh);
+                return;
+            }
+            Some(Ok(frame)) => {
+                let Ok(data) = frame.into_data() else { continue };
+                hasher.update(&data);
+                if sse && success {
+                    for ev in scanner.feed(&data) {
+                        if let Some(name) = anthropic_tool_start(&ev) {
+                            tools.push(name);
+                            holding = true;
+                        }
+                    }
+                }
+                if holding {
+                    held.push(data);
+                } else if !agent_gone && tx.send(Ok(Frame::data(data))).await.is_err() {
+                    agent_gone = true;
+                }
+            }
+        }
+    }
+    if success {
+        if !sse {
+            let all: Vec<u8> = held.iter().flat_map(|b| b.iter().copied()).collect();
+            if let Ok(v) = serde_json::from_slice::<Value>(&all) {
+                tools = anthropic_message_tools(&v);
+            }
+        }
+        let n = {
+            let mut s = sh.state.lock().unwrap();
+            s.steps += 1;
+            s.steps
+        };
+        let step = ContinuationStep { n, action_digest: format!("blake3:{}", hasher.finalize().to_hex()), tools };
+        if !sh.notify(Event::ContinuationStep(step)).await {
+            sh.latch("the journal did not acknowledge a continuation step".into());
+            let _ = tx.send(Err(std::io::Error::other("pvisor bridge: step not journaled"))).await;
+            done(&sh);
+            return;
+        }
+    }
+    for data in held {
+        if agent_gone || tx.send(Ok(Frame::data(data))).await.is_err() {
+            break;
+        }
+    }
+    done(&sh);
+}
+
+/// Translated mode: one buffered Chat Completions call. `main` = Some for main requests
+/// (a step is reported before the answer is released).
+async fn translated(sh: &Shared, body: Value, main: Option<()>) -> Response<Body> {
+    let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    let agent_model = body.get("model").and_then(Value::as_str).unwrap_or("").to_string();
+    let chat = match translate::anthropic_to_chat(&body, sh.cfg.upstream.model.as_deref()) {
+        Ok(c) => c,
+        Err(e) => {
+            sh.latch(e.clone());
+            return error_response(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request_error", &e);
+        }
+    };
+    let url = format!("{}/chat/completions", sh.cfg.upstream.base_url);
+    let mut headers = HeaderMap::new();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let resp = match send_upstream(sh, Method::POST, &url, headers, Bytes::from(chat.to_string()), true).await {
+        Ok(r) => r,
+        Err(e) => return error_response(StatusCode::BAD_GATEWAY, "api_error", &e),
+    };
+    let status = resp.status();
+    let bytes = match tokio::time::timeout(sh.cfg.upstream.response_timeout, resp.into_body().collect()).await {
+        Ok(Ok(b)) => b.to_bytes(),
+        _ => return error_response(StatusCode::BAD_GATEWAY, "api_error", "upstream answer incomplete"),
+    };
+    if !status.is_success() {
+        let kind = if status.as_u16() == 429 { "rate_limit_error" } else { "api_error" };
+        return error_response(status, kind, &format!("upstream answered {status}"));
+    }
+    let message = match serde_json::from_slice::<Value>(&bytes)
+        .map_err(|e| e.to_string())
+        .and_then(|v| translate::chat_to_anthropic(&v, &agent_model))
+    {
+        Ok(m) => m,
+        Err(e) => {
+            sh.latch(format!("untranslatable upstream answer: {e}"));
+            return error_response(StatusCode::BAD_GATEWAY, "api_error", &e);
+        }
+    };
+    let (out, ctype) = if stream {
+        (translate::anthropic_sse(&message), "text/event-stream; charset=utf-8")
+    } else {
+        (serde_json::to_vec(&message).expect("JSON"), "application/json")
+    };
+    if main.is_some() {
+        let n = {
+            let mut s = sh.state.lock().unwrap();
+            s.steps += 1;
+            s.steps
+        };
+        let step = ContinuationStep { n, action_digest: blake3_digest(&out), tools: anthropic_message_tools(&message) };
+        if !sh.notify(Event::ContinuationStep(step)).await {
+            sh.latch("the journal did not acknowledge a continuation step".into());
+            return error_response(StatusCode::FORBIDDEN, "permission_error", "step not journaled");
+        }
+    }
+    let mut r = Response::new(full(out));
+    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(ctype));
+    r
+}

@@ -1,0 +1,337 @@
+//! The continuation runner (shared by every agent): starts the bridge, starts the real agent
+//! against it in its own process group with a timeout, hands every fact to the engine's
+//! `on_event` callback **synchronously** (the bridge waits for it before it forwards a
+//! request or releases an answer), and returns the outcome once the agent has exited and its
+//! native session has been cleaned.
+//!
+//! Event order: `BridgeStarted`, `ContinuationStarted`, then per request
+//! `BridgeRequestValidated` (and `ContinuationStep` per answered main request), and
+//! `AgentExited` last.
+
+use crate::adapter::AdapterError;
+use crate::bridge::{self, AgentProtocol, BridgeConfig, BridgeStats, TransportRule};
+use journal_format::event::{AgentExited, AgentStatus, ContinuationStarted};
+use journal_format::Event;
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+
+/// How the agent's stdin is wired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StdinMode {
+    /// `/dev/null`.
+    Null,
+    /// A pipe kept open (the agent waits for input on it) and closed once the agent reported
+    /// its final result on stdout (or when it exits).
+    OpenUntilResult,
+}
+
+/// The exact process to start.
+#[derive(Debug, Clone)]
+pub struct AgentCommand {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    /// The complete environment (nothing is inherited). May hold the bridge key: never
+    /// journaled.
+    pub env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+    pub stdin: StdinMode,
+}
+
+/// How the agent process ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExitInfo {
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+}
+
+/// The agent's status as its adapter reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentVerdict {
+    pub status: AgentStatus,
+    pub message: Option<String>,
+}
+
+/// The cleaned native session after the continuation (`continued` artifact).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContinuedSession {
+    pub session_id: String,
+    /// The agent's own file (cleaned in place).
+    pub native_path: PathBuf,
+    /// The artifact copy.
+    pub artifact_path: PathBuf,
+    /// `blake3:<hex>` of the cleaned file.
+    pub digest: String,
+    pub records: u64,
+    /// Transport records removed from the appended part (by type).
+    pub removed: Vec<String>,
+}
+
+/// What an agent adapter provides to the runner.
+pub trait ContinuationAgent: Send {
+    /// The protocol the agent speaks to the bridge.
+    fn protocol(&self) -> AgentProtocol;
+    /// Exactly what this agent's resume inserts into its requests.
+    fn transport_rule(&self) -> TransportRule;
+    /// The command resuming the rebuilt session against the bridge with `budget` live steps.
+    fn command(&mut self, bridge_url: &str, bridge_key: &str, budget: Option<u64>) -> Result<AgentCommand, AdapterError>;
+    /// One stdout line; returns true once the agent reported its final result.
+    fn observe_stdout(&mut self, line: &str) -> bool;
+    /// The agent's status from what it reported, its exit and the bridge's counters.
+    fn verdict(&self, exit: &ExitInfo, bridge: &BridgeStats, budget: Option<u64>) -> AgentVerdict;
+    /// After exit: clean the native session of transport items, check it is the same
+    /// session with its prefix unchanged, write the `continued` artifact.
+    fn finish(&mut self) -> Result<Option<ContinuedSession>, AdapterError>;
+}
+
+/// Run parameters.
+#[derive(Debug, Clone)]
+pub struct ContinuationSpec {
+    /// Live steps (`max_steps − prefix model turns`); `None` = unbounded.
+    pub budget: Option<u64>,
+    /// Wall-clock limit for the agent process.
+    pub timeout: Duration,
+    /// 1 for the first start, 2+ when resumed after a crash.
+    pub attempt: u64,
+    /// The probed agent version, for the journal.
+    pub agent_version: Option<String>,
+    /// When set, the agent's stdout/stderr are written there (`agent-stdout.log`,
+    /// `agent-stderr.log`).
+    pub log_dir: Option<PathBuf>,
+    /// Once the bridge refused a request (it is latched: every later request fails too), the
+    /// agent gets this long to report the error and exit before its process group is
+    /// terminated (agents retry some 4xx, e.g. Claude retries 401 ten times with backoff).
+    pub failure_grace: Duration,
+}
+
+impl ContinuationSpec {
+    /// Defaults: no budget, 1 h timeout, attempt 1, 5 s failure grace.
+    pub fn new(budget: Option<u64>) -> ContinuationSpec {
+        ContinuationSpec {
+            budget,
+            timeout: Duration::from_secs(3600),
+            attempt: 1,
+            agent_version: None,
+            log_dir: None,
+            failure_grace: Duration::from_secs(5),
+        }
+    }
+}
+
+/// The result of a continuation.
+#[derive(Debug, Clone)]
+pub struct ContinuationOutcome {
+    pub status: AgentStatus,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub message: Option<String>,
+    /// Live steps answered through the bridge.
+    pub steps: u64,
+    pub bridge: BridgeStats,
+    pub continued: Option<ContinuedSession>,
+}
+
+const TAIL_BYTES: usize = 64 * 1024;
+
+fn push_tail(tail: &mut VecDeque<u8>, bytes: &[u8]) {
+    tail.extend(bytes);
+    while tail.len() > TAIL_BYTES {
+        tail.pop_front();
+    }
+}
+
+fn kill_group(pid: Option<u32>, sig: i32) {
+    if let Some(pid) = pid {
+        // SAFETY: kill(2) with a negative pid signals the process group we created.
+        unsafe {
+            libc::kill(-(pid as i32), sig);
+        }
+    }
+}
+
+/// Run one continuation. `bridge_cfg` supplies the prefix, boundary prompt, thinking switch
+/// and upstream; the runner sets the agent's protocol, transport rule and the budget.
+/// `on_event` is called synchronously for every fact, in order; an `Err` stops the agent and
+/// fails the continuation (nothing is forwarded without its fact being recorded).
+pub async fn run_continuation<A, E, F>(
+    agent: &mut A,
+    spec: &ContinuationSpec,
+    mut bridge_cfg: BridgeConfig,
+    mut on_event: F,
+) -> Result<ContinuationOutcome, AdapterError>
+where
+    A: ContinuationAgent,
+    E: std::fmt::Display,
+    F: FnMut(Event) -> Result<(), E>,
+{
+    if spec.budget == Some(0) {
+        return Err(AdapterError::Continuation("the live step budget is 0: a continuation needs at least one step".into()));
+    }
+    let journal = |r: Result<(), E>| r.map_err(|e| AdapterError::Continuation(format!("journal: {e}")));
+    bridge_cfg.protocol = agent.protocol();
+    bridge_cfg.transport = agent.transport_rule();
+    bridge_cfg.max_steps = spec.budget;
+    let (bridge, mut notices) = bridge::start(bridge_cfg).await.map_err(|e| AdapterError::Continuation(e.to_string()))?;
+    journal(on_event(Event::BridgeStarted(bridge.started_event())))?;
+
+    let cmd = agent.command(&bridge.base_url(), bridge.key(), spec.budget)?;
+    let mut argv = vec![cmd.program.to_string_lossy().into_owned()];
+    argv.extend(cmd.args.iter().cloned());
+    journal(on_event(Event::ContinuationStarted(ContinuationStarted {
+        command: argv,
+        agent_version: spec.agent_version.clone(),
+        budget: spec.budget,
+        attempt: spec.attempt.max(1),
+    })))?;
+
+    let mut command = tokio::process::Command::new(&cmd.program);
+    command
+        .args(&cmd.args)
+        .current_dir(&cmd.cwd)
+        .env_clear()
+        .envs(cmd.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(match cmd.stdin {
+            StdinMode::Null => Stdio::null(),
+            StdinMode::OpenUntilResult => Stdio::piped(),
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = command.spawn().map_err(|e| AdapterError::Continuation(format!("cannot start {}: {e}", cmd.program.display())))?;
+    let pid = child.id();
+    let mut stdin = child.stdin.take();
+    let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+    let mut stderr = child.stderr.take().expect("piped stderr");
+    let mut out_log = spec.log_dir.as_ref().and_then(|d| {
+        std::fs::create_dir_all(d).ok()?;
+        std::fs::File::create(d.join("agent-stdout.log")).ok()
+    });
+    let mut err_log = spec.log_dir.as_ref().and_then(|d| std::fs::File::create(d.join("agent-stderr.log")).ok());
+    let mut err_tail: VecDeque<u8> = VecDeque::new();
+
+    let deadline = tokio::time::Instant::now() + spec.timeout;
+    let mut exit: Option<std::process::ExitStatus> = None;
+    let mut timed_out = false;
+    let mut refused_at: Option<tokio::time::Instant> = None;
+    let mut stopped_after_refusal = false;
+    let mut journal_error: Option<AdapterError> = None;
+    let mut stdout_open = true;
+    let mut stderr_open = true;
+    let mut errbuf = vec![0u8; 8192];
+    while exit.is_none() || stdout_open || stderr_open {
+        tokio::select! {
+            Some(n) = notices.recv() => {
+                if matches!(&n.event, Event::BridgeRequestValidated(v) if !v.ok) && refused_at.is_none() {
+                    refused_at = Some(tokio::time::Instant::now() + spec.failure_grace);
+                }
+                match on_event(n.event.clone()) {
+                    Ok(()) => n.ack(true),
+                    Err(e) => {
+                        n.ack(false);
+                        if journal_error.is_none() {
+                            journal_error = Some(AdapterError::Continuation(format!("journal: {e}")));
+                            kill_group(pid, libc::SIGKILL);
+                        }
+                    }
+                }
+            }
+            line = stdout.next_line(), if stdout_open => match line {
+                Ok(Some(l)) => {
+                    if let Some(f) = out_log.as_mut() {
+                        use std::io::Write;
+                        let _ = writeln!(f, "{l}");
+                    }
+                    if agent.observe_stdout(&l) {
+                        stdin.take();
+                    }
+                }
+                _ => stdout_open = false,
+            },
+            r = stderr.read(&mut errbuf), if stderr_open => match r {
+                Ok(0) | Err(_) => stderr_open = false,
+                Ok(k) => {
+                    push_tail(&mut err_tail, &errbuf[..k]);
+                    if let Some(f) = err_log.as_mut() {
+                        use std::io::Write;
+                        let _ = f.write_all(&errbuf[..k]);
+                    }
+                }
+            },
+            st = child.wait(), if exit.is_none() => {
+                exit = Some(st.map_err(|e| AdapterError::Continuation(format!("wait for the agent: {e}")))?);
+                stdin.take();
+                // Leftover children (background shells) go with the group.
+                kill_group(pid, libc::SIGKILL);
+            }
+            _ = tokio::time::sleep_until(refused_at.unwrap_or(deadline)), if refused_at.is_some() && !stopped_after_refusal && exit.is_none() => {
+                stopped_after_refusal = true;
+                kill_group(pid, libc::SIGTERM);
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                kill_group(pid, libc::SIGKILL);
+            }
+            _ = tokio::time::sleep_until(deadline), if !timed_out && exit.is_none() => {
+                timed_out = true;
+                kill_group(pid, libc::SIGTERM);
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                kill_group(pid, libc::SIGKILL);
+            }
+        }
+    }
+    // Facts still queued (a request cut short by the exit).
+    while let Ok(n) = notices.try_recv() {
+        let ok = on_event(n.event.clone()).is_ok();
+        n.ack(ok);
+    }
+    let stats = bridge.stats();
+    bridge.shutdown().await;
+    if let Some(e) = journal_error {
+        return Err(e);
+    }
+
+    let status = exit.expect("loop ends after exit");
+    use std::os::unix::process::ExitStatusExt;
+    let info = ExitInfo { code: status.code(), signal: status.signal(), timed_out };
+    let mut verdict = agent.verdict(&info, &stats, spec.budget);
+    if timed_out {
+        verdict = AgentVerdict {
+            status: AgentStatus::Failed,
+            message: Some(format!("the agent did not finish within {} s", spec.timeout.as_secs())),
+        };
+    } else if let Some(f) = &stats.failure {
+        verdict = AgentVerdict { status: AgentStatus::Failed, message: Some(format!("bridge refused the continuation: {f}")) };
+    }
+    let continued = match agent.finish() {
+        Ok(c) => c,
+        Err(e) => {
+            if verdict.status != AgentStatus::Failed {
+                verdict = AgentVerdict { status: AgentStatus::Failed, message: Some(e.to_string()) };
+            }
+            None
+        }
+    };
+    if verdict.status == AgentStatus::Failed && verdict.message.is_none() {
+        let tail = String::from_utf8_lossy(&err_tail.iter().copied().collect::<Vec<_>>()).trim().to_string();
+        if !tail.is_empty() {
+            verdict.message = Some(tail.chars().rev().take(2000).collect::<Vec<_>>().into_iter().rev().collect());
+        }
+    }
+    journal(on_event(Event::AgentExited(AgentExited {
+        status: verdict.status,
+        code: info.code.map(i64::from),
+        signal: info.signal.map(i64::from),
+        message: verdict.message.clone(),
+    })))?;
+    Ok(ContinuationOutcome {
+        status: verdict.status,
+        exit_code: info.code,
+        signal: info.signal,
+        message: verdict.message,
+        steps: stats.steps,
+        bridge: stats,
+        continued,
+    })
+}
