@@ -126,3 +126,12 @@ fn tool_probe_session_edge_cases() {
     let m = replay("tool-probe");
     assert!(m.is_empty(), "{m:#?}");
 }
+
+/// 48 more: stale edits after `sed -i` (with Bash's "modified files" note), Write after a
+/// change on disk, curly quotes, CRLF, non-UTF-8 reads, Grep -o/-A/-B/offset/multiline,
+/// absolute Glob patterns, a persisted `cd`.
+#[test]
+fn tool_probe2_session_edge_cases() {
+    let m = replay("tool-probe2");
+    assert!(m.is_empty(), "{m:#?}");
+}
