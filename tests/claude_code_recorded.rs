@@ -45,8 +45,20 @@ fn replay(name: &str) -> Vec<(String, String, String)> {
     let ctx = ExecContext { workspace: ws.clone(), log_dir: logs.path().to_path_buf(), timeout: Duration::from_secs(60) };
     tools::begin_session(&ws, tools::ToolConfig::for_session(&parsed));
     let mut mismatches = Vec::new();
+    let session = tools::session_for(&ws);
+    let mut next_record = 0usize;
     for batch in &parsed.plan().batches {
         assert!(batch.complete);
+        // Claude's between-turn file-change attachments before this batch.
+        for &i in parsed.chain.iter().filter(|&&i| parsed.records[i].line < batch.locator.line) {
+            if i < next_record {
+                continue;
+            }
+            if parsed.records[i].kind == "attachment" {
+                session.observe_attachment(&parsed.records[i].value["attachment"], &ctx);
+            }
+        }
+        next_record = parsed.chain.iter().copied().filter(|&i| parsed.records[i].line < batch.locator.line).max().map_or(0, |i| i + 1);
         for call in &batch.calls {
             let out = claude_code::execute(call, &ctx).unwrap_or_else(|e| panic!("{name} {}: {e}", call.call_id));
             let orig = call.original.as_ref().unwrap();
@@ -134,4 +146,30 @@ fn tool_probe_session_edge_cases() {
 fn tool_probe2_session_edge_cases() {
     let m = replay("tool-probe2");
     assert!(m.is_empty(), "{m:#?}");
+}
+
+/// Files a Bash command printed (cat, head, sed -n, grep, tail, cat -n) and what the next
+/// Edit then says; Bash's note after `sed -i` on files the model has read.
+///
+/// Known difference: the order of the files in that note (Claude lists them as parallel
+/// `stat` calls complete). The `edited_text_file` attachment Claude wrote between the two
+/// `sed -i` turns is applied with `ToolSession::observe_attachment`, so the second note
+/// lists the same two files.
+#[test]
+fn tool_probe3_session_shell_reads() {
+    let m = replay("tool-probe3");
+    eprintln!("tool-probe3 differences: {m:#?}");
+    for (tool, orig, ours) in &m {
+        assert_eq!(tool, "Bash", "{m:#?}");
+        // Same files, listed in another order: Claude lists them as its parallel `stat`
+        // calls complete.
+        let files = |s: &str| {
+            let mut v: Vec<String> = s.split(": ").nth(1).unwrap_or("").split(". Call").next().unwrap_or("").split(", ").map(str::to_owned).collect();
+            v.sort();
+            v
+        };
+        assert_eq!(files(orig), files(ours), "{m:#?}");
+        assert_eq!(orig.len(), ours.len());
+    }
+    assert!(m.len() <= 2, "{m:#?}");
 }

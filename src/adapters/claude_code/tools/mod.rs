@@ -494,6 +494,24 @@ impl ToolSession {
         })
     }
 
+    /// Apply what Claude did between two model turns to the read-file state, from an
+    /// `attachment` record of the session (call it for the chain's attachment records in
+    /// file order, between batches). Handled: `edited_text_file` — Claude noticed that a
+    /// file the model had read changed on disk, re-read it (as a Read would) and showed
+    /// the model a snippet; the file then counts as freshly read.
+    pub fn observe_attachment(&self, attachment: &Value, ctx: &ExecContext) {
+        if attachment.get("type").and_then(Value::as_str) != Some("edited_text_file") {
+            return;
+        }
+        let Some(name) = attachment.get("filename").and_then(Value::as_str) else { return };
+        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let cx = Cx { exec: ctx, config: &self.config, state: &mut guard, call_id: "" };
+        let Ok(path) = cx.confine(name) else { return };
+        let (Ok(bytes), Ok(ts)) = (std::fs::read(&path), mtime_ms(&path)) else { return };
+        let content = read::select_lines(&read::decode_text(&bytes).0, 0, None).content;
+        guard.remember(path, FileReadState { content, timestamp: ts, offset: Some(1), limit: None, is_partial_view: false, content_not_in_model_context: false });
+    }
+
     /// Rebuild the state a call that is *not* re-executed left behind (crash resumption):
     /// a successful Read/Write/Edit/MultiEdit/NotebookEdit marks its file as read with its
     /// current content and mtime; a successful Bash with a `cd` cannot be replayed and is
