@@ -93,6 +93,30 @@ fn normalize(text: &str) -> String {
     }
 }
 
+/// Glob keeps directory (`read_dir`) order for equal mtimes: on another kind of file system
+/// than the recording's only that order may differ. Such results are reported, not failed;
+/// every other difference is returned.
+fn except_glob_order(m: Vec<(String, String, String)>) -> Vec<(String, String, String)> {
+    let sorted = |s: &str| {
+        let mut v: Vec<&str> = s.lines().collect();
+        v.sort_unstable();
+        v.join("\n")
+    };
+    m.into_iter()
+        .filter(|(tool, orig, ours)| {
+            // With the 100-path cap, another directory order also picks another subset.
+            let capped = |s: &str| s.lines().last().map_or(false, |l| l.starts_with("(Showing "));
+            let order_only = tool == "Glob"
+                && (sorted(orig) == sorted(ours)
+                    || (capped(orig) && orig.lines().count() == ours.lines().count() && orig.lines().last() == ours.lines().last()));
+            if order_only {
+                eprintln!("Glob order differs on this file system:\n{orig}\n---\n{ours}");
+            }
+            !order_only
+        })
+        .collect()
+}
+
 fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(dir).unwrap().flatten() {
@@ -107,35 +131,28 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn five_step_session_with_resume() {
-    let m = replay("five-step");
+    let m = except_glob_order(replay("five-step"));
     assert!(m.is_empty(), "{m:#?}");
 }
 
 #[test]
 fn edits_session_partial_read_replace_all_and_removed_ls() {
-    let m = replay("edits");
+    let m = except_glob_order(replay("edits"));
     assert!(m.is_empty(), "{m:#?}");
 }
 
-/// Glob orders equal modification times by directory order; the recording's order
-/// (util.py before app.py) is what `read_dir` gives on the file systems this was checked
-/// on (tmpfs and ext4 with hashed directories). On another file system only that line may
-/// differ, so it is reported rather than failing the whole test there.
+/// Glob, Grep, failing commands (exit codes that are and are not errors).
 #[test]
 fn search_errors_session_glob_grep_and_failing_commands() {
-    let m = replay("search-errors");
-    let rest: Vec<_> = m.iter().filter(|(tool, _, _)| tool != "Glob").collect();
-    assert!(rest.is_empty(), "{rest:#?}");
-    if !m.is_empty() {
-        eprintln!("Glob order differs on this file system: {m:#?}");
-    }
+    let m = except_glob_order(replay("search-errors"));
+    assert!(m.is_empty(), "{m:#?}");
 }
 
 /// 47 single-call turns probing edge cases of Read, Grep, Glob, Write, Edit and Bash
 /// (recorded for this adapter with the scripted server; see its script.json).
 #[test]
 fn tool_probe_session_edge_cases() {
-    let m = replay("tool-probe");
+    let m = except_glob_order(replay("tool-probe"));
     assert!(m.is_empty(), "{m:#?}");
 }
 
@@ -144,7 +161,7 @@ fn tool_probe_session_edge_cases() {
 /// absolute Glob patterns, a persisted `cd`.
 #[test]
 fn tool_probe2_session_edge_cases() {
-    let m = replay("tool-probe2");
+    let m = except_glob_order(replay("tool-probe2"));
     assert!(m.is_empty(), "{m:#?}");
 }
 
@@ -157,7 +174,7 @@ fn tool_probe2_session_edge_cases() {
 /// lists the same two files.
 #[test]
 fn tool_probe3_session_shell_reads() {
-    let m = replay("tool-probe3");
+    let m = except_glob_order(replay("tool-probe3"));
     eprintln!("tool-probe3 differences: {m:#?}");
     for (tool, orig, ours) in &m {
         assert_eq!(tool, "Bash", "{m:#?}");
