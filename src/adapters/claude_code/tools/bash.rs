@@ -19,6 +19,14 @@
 //! Output over 30000 characters is saved to a file and shown as a `<persisted-output>`
 //! preview (the file path differs from the original run's).
 //!
+//! Read state: a command that only prints a file (`cat`, `nl`, `head`, `tail`, `sed -n
+//! 'a,bp'`, a lone `grep`/`rg` on one file; `qQo`/`ELi`) records it as read, so a later Edit
+//! behaves as after a Read; after a file-rewriting command (`sed -i`, formatters, `--fix`;
+//! `RJi`) the read files whose mtime moved are listed in
+//! "[This command modified N files you've previously read: … Call Read before editing.]"
+//! (Claude lists them in the order its parallel `stat` calls complete; here: first-read
+//! order).
+//!
 //! A command still running at its timeout (default 120 s, max 600 s) is moved to the
 //! background by Claude, with a random task id in the result: not reproducible, so the
 //! replay kills the process group and reports an error instead.
@@ -155,7 +163,9 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
     let script = format!("eval {} < /dev/null && pwd -P >| {}", shell_quote(command), shell_quote(&cwd_path.to_string_lossy()));
     let mut spec = CommandSpec::new("/bin/bash", &run_dir).arg("-c").arg(script);
     spec.merge_stderr = true;
-    spec.timeout = Some(Duration::from_millis(timeout_ms as u64));
+    // Claude's own limit, unless the replay's per-call limit is shorter (then the command
+    // is killed and the call fails rather than running on).
+    spec.timeout = Some(Duration::from_millis(timeout_ms as u64).min(cx.exec.timeout.max(Duration::from_millis(1))));
     spec.log_path = Some(cx.exec.log_dir.join(format!("{}.bash.log", sanitize(cx.call_id))));
     spec.capture_head = 8 << 20;
     spec.capture_tail = 1 << 20;

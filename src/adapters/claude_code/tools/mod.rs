@@ -16,7 +16,14 @@
 //! That state lives in a [`ToolSession`]. [`execute`] uses one session per workspace
 //! (a process-wide registry), so calls executed in order see the state the originals saw.
 //! For crash resumption, [`ToolSession::seed`] rebuilds the state from calls that are not
-//! re-executed (as Claude Code itself rebuilds it from the transcript on resume).
+//! re-executed (as Claude Code itself rebuilds it from the transcript on resume), and
+//! [`ToolSession::observe_attachment`] applies Claude's between-turn re-reads
+//! (`edited_text_file` attachment records) — feed it the chain's attachment records that
+//! precede each batch.
+//!
+//! Start each replay with [`begin_session`]`(workspace, ToolConfig::for_session(&parsed))`:
+//! the default configuration assumes the read guard applies, which is wrong for sessions
+//! recorded with `--dangerously-skip-permissions`.
 //!
 //! Calls are refused (`ExecError::Unsupported`) when their output cannot be reproduced
 //! faithfully (see `docs/agents/claude-code.md`); input that does not match the tool's
