@@ -29,7 +29,17 @@ fn copy_tree(from: &Path, to: &Path, mtime: SystemTime) {
     }
 }
 
+/// Serializes every run that uses one recorded cwd, across test processes (the same lock
+/// file as the continuation e2e tests: `/tmp/pvisor-rec-<name>.lock`).
+fn lock_cwd(name: &str) -> std::fs::File {
+    use fs2::FileExt;
+    let f = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(format!("/tmp/pvisor-rec-{name}.lock")).unwrap();
+    f.lock_exclusive().unwrap();
+    f
+}
+
 fn replay(name: &str) -> Vec<(String, String, String)> {
+    let _lock = lock_cwd(name);
     let dir = fixture(name);
     let meta: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json")).unwrap()).unwrap();
     let parsed = claude_code::parse_file(&dir.join("session.jsonl")).unwrap();
