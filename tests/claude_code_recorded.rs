@@ -29,7 +29,17 @@ fn copy_tree(from: &Path, to: &Path, mtime: SystemTime) {
     }
 }
 
+/// Serializes every run that uses one recorded cwd, across test processes (the same lock
+/// file as the continuation e2e tests: `/tmp/pvisor-rec-<name>.lock`).
+fn lock_cwd(name: &str) -> std::fs::File {
+    use fs2::FileExt;
+    let f = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(format!("/tmp/pvisor-rec-{name}.lock")).unwrap();
+    f.lock_exclusive().unwrap();
+    f
+}
+
 fn replay(name: &str) -> Vec<(String, String, String)> {
+    let _lock = lock_cwd(name);
     let dir = fixture(name);
     let meta: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json")).unwrap()).unwrap();
     let parsed = claude_code::parse_file(&dir.join("session.jsonl")).unwrap();
@@ -45,8 +55,20 @@ fn replay(name: &str) -> Vec<(String, String, String)> {
     let ctx = ExecContext { workspace: ws.clone(), log_dir: logs.path().to_path_buf(), timeout: Duration::from_secs(60) };
     tools::begin_session(&ws, tools::ToolConfig::for_session(&parsed));
     let mut mismatches = Vec::new();
+    let session = tools::session_for(&ws);
+    let mut next_record = 0usize;
     for batch in &parsed.plan().batches {
         assert!(batch.complete);
+        // Claude's between-turn file-change attachments before this batch.
+        for &i in parsed.chain.iter().filter(|&&i| parsed.records[i].line < batch.locator.line) {
+            if i < next_record {
+                continue;
+            }
+            if parsed.records[i].kind == "attachment" {
+                session.observe_attachment(&parsed.records[i].value["attachment"], &ctx);
+            }
+        }
+        next_record = parsed.chain.iter().copied().filter(|&i| parsed.records[i].line < batch.locator.line).max().map_or(0, |i| i + 1);
         for call in &batch.calls {
             let out = claude_code::execute(call, &ctx).unwrap_or_else(|e| panic!("{name} {}: {e}", call.call_id));
             let orig = call.original.as_ref().unwrap();
@@ -81,6 +103,30 @@ fn normalize(text: &str) -> String {
     }
 }
 
+/// Glob keeps directory (`read_dir`) order for equal mtimes: on another kind of file system
+/// than the recording's only that order may differ. Such results are reported, not failed;
+/// every other difference is returned.
+fn except_glob_order(m: Vec<(String, String, String)>) -> Vec<(String, String, String)> {
+    let sorted = |s: &str| {
+        let mut v: Vec<&str> = s.lines().collect();
+        v.sort_unstable();
+        v.join("\n")
+    };
+    m.into_iter()
+        .filter(|(tool, orig, ours)| {
+            // With the 100-path cap, another directory order also picks another subset.
+            let capped = |s: &str| s.lines().last().map_or(false, |l| l.starts_with("(Showing "));
+            let order_only = tool == "Glob"
+                && (sorted(orig) == sorted(ours)
+                    || (capped(orig) && orig.lines().count() == ours.lines().count() && orig.lines().last() == ours.lines().last()));
+            if order_only {
+                eprintln!("Glob order differs on this file system:\n{orig}\n---\n{ours}");
+            }
+            !order_only
+        })
+        .collect()
+}
+
 fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(dir).unwrap().flatten() {
@@ -95,34 +141,62 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn five_step_session_with_resume() {
-    let m = replay("five-step");
+    let m = except_glob_order(replay("five-step"));
     assert!(m.is_empty(), "{m:#?}");
 }
 
 #[test]
 fn edits_session_partial_read_replace_all_and_removed_ls() {
-    let m = replay("edits");
+    let m = except_glob_order(replay("edits"));
     assert!(m.is_empty(), "{m:#?}");
 }
 
-/// Glob orders equal modification times by directory order; the recording's order
-/// (util.py before app.py) is what `read_dir` gives on the file systems this was checked
-/// on (tmpfs and ext4 with hashed directories). On another file system only that line may
-/// differ, so it is reported rather than failing the whole test there.
+/// Glob, Grep, failing commands (exit codes that are and are not errors).
 #[test]
 fn search_errors_session_glob_grep_and_failing_commands() {
-    let m = replay("search-errors");
-    let rest: Vec<_> = m.iter().filter(|(tool, _, _)| tool != "Glob").collect();
-    assert!(rest.is_empty(), "{rest:#?}");
-    if !m.is_empty() {
-        eprintln!("Glob order differs on this file system: {m:#?}");
-    }
+    let m = except_glob_order(replay("search-errors"));
+    assert!(m.is_empty(), "{m:#?}");
 }
 
 /// 47 single-call turns probing edge cases of Read, Grep, Glob, Write, Edit and Bash
 /// (recorded for this adapter with the scripted server; see its script.json).
 #[test]
 fn tool_probe_session_edge_cases() {
-    let m = replay("tool-probe");
+    let m = except_glob_order(replay("tool-probe"));
     assert!(m.is_empty(), "{m:#?}");
+}
+
+/// 48 more: stale edits after `sed -i` (with Bash's "modified files" note), Write after a
+/// change on disk, curly quotes, CRLF, non-UTF-8 reads, Grep -o/-A/-B/offset/multiline,
+/// absolute Glob patterns, a persisted `cd`.
+#[test]
+fn tool_probe2_session_edge_cases() {
+    let m = except_glob_order(replay("tool-probe2"));
+    assert!(m.is_empty(), "{m:#?}");
+}
+
+/// Files a Bash command printed (cat, head, sed -n, grep, tail, cat -n) and what the next
+/// Edit then says; Bash's note after `sed -i` on files the model has read.
+///
+/// Known difference: the order of the files in that note (Claude lists them as parallel
+/// `stat` calls complete). The `edited_text_file` attachment Claude wrote between the two
+/// `sed -i` turns is applied with `ToolSession::observe_attachment`, so the second note
+/// lists the same two files.
+#[test]
+fn tool_probe3_session_shell_reads() {
+    let m = except_glob_order(replay("tool-probe3"));
+    eprintln!("tool-probe3 differences: {m:#?}");
+    for (tool, orig, ours) in &m {
+        assert_eq!(tool, "Bash", "{m:#?}");
+        // Same files, listed in another order: Claude lists them as its parallel `stat`
+        // calls complete.
+        let files = |s: &str| {
+            let mut v: Vec<String> = s.split(": ").nth(1).unwrap_or("").split(". Call").next().unwrap_or("").split(", ").map(str::to_owned).collect();
+            v.sort();
+            v
+        };
+        assert_eq!(files(orig), files(ours), "{m:#?}");
+        assert_eq!(orig.len(), ours.len());
+    }
+    assert!(m.len() <= 2, "{m:#?}");
 }

@@ -97,10 +97,14 @@ fn recorded_observations_are_what_the_model_was_sent() {
     }
 }
 
-/// Serializes the tests that use the fixed original path.
-fn original_path_lock() -> std::sync::MutexGuard<'static, ()> {
+/// Serializes the tests that use the fixed original path, also across test processes.
+fn original_path_lock() -> (std::sync::MutexGuard<'static, ()>, std::fs::File) {
+    use fs2::FileExt;
     static L: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    L.lock().unwrap_or_else(|e| e.into_inner())
+    let g = L.lock().unwrap_or_else(|e| e.into_inner());
+    let f = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open("/tmp/realagent-claude.GJgznB.lock").unwrap();
+    f.lock_exclusive().unwrap();
+    (g, f)
 }
 
 #[test]

@@ -135,7 +135,7 @@ fn read_notes_non_utf8() {
     std::fs::write(e.ws.join("l1.txt"), b"caf\xe9\n").unwrap();
     let (t, err) = e.text("Read", json!({"file_path": e.p("l1.txt")}));
     assert!(!err);
-    assert_eq!(t, "1\tcaf\u{fffd}\n2\t\n[This file is not valid UTF-8: it uses a legacy encoding such as Windows-1252, Shift-JIS or GBK, or it is binary. Its undecodable bytes show above as U+FFFD. Edit and Write will refuse it: change it with a shell command that keeps its encoding, or ask the user whether to convert it to UTF-8.]");
+    assert_eq!(t, "1\tcaf\u{fffd}\n2\t\n\n[This file is not valid UTF-8: it uses a legacy encoding such as Windows-1252, Shift-JIS or GBK, or it is binary. Its undecodable bytes show above as U+FFFD. Edit and Write will refuse it: change it with a shell command that keeps its encoding, or ask the user whether to convert it to UTF-8.]");
 }
 
 // ---------------------------------------------------------------- Write (`rN`, `S7r`)

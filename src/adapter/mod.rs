@@ -186,4 +186,33 @@ pub trait Adapter: Send + Sync {
     }
     /// Write the native session the agent will resume, with the given observations.
     fn rebuild(&self, req: &RebuildRequest) -> Result<RebuiltSession, AdapterError>;
+    /// Called once per process before the first tool call is executed, with the calls the
+    /// journal says completed (in order) and their recorded observations, so adapters whose
+    /// tools keep state across calls (files read, shell cwd) can rebuild it after a crash.
+    fn begin_replay(&self, _plan: &Plan, _ctx: &ExecContext, _completed: &[(ToolCall, Observation)]) -> Result<(), AdapterError> {
+        Ok(())
+    }
+    /// Called before the calls of a batch execute.
+    fn before_batch(&self, _batch: &Batch, _ctx: &ExecContext) {}
+    /// The continuation of a rebuilt session with the real agent.
+    fn continuation(&self, _req: &ContinueRequest) -> Result<Box<dyn crate::continuation::ContinuationAgent>, AdapterError> {
+        Err(AdapterError::Unsupported(format!("continuing `{}` is not implemented", self.name())))
+    }
+    /// The model replies to compare: A(N+1) of the original trajectory, and A′(N+1), the
+    /// first live reply in the continued session.
+    fn next_actions(&self, _source: &Path, _after_step: usize, _continued: Option<&Path>) -> (Option<crate::compare::next_action::Action>, Option<crate::compare::next_action::Action>) {
+        (None, None)
+    }
+}
+
+/// What a continuation needs.
+#[derive(Debug, Clone)]
+pub struct ContinueRequest<'a> {
+    pub entrypoint: &'a Path,
+    pub rebuilt: &'a RebuiltSession,
+    pub workspace: &'a Path,
+    pub state_dir: &'a Path,
+    /// Where the cleaned continued session is copied (output dir).
+    pub continued_artifact: &'a Path,
+    pub model: Option<String>,
 }

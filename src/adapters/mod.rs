@@ -18,6 +18,7 @@ pub enum UnsupportedAgent {
 /// The adapter for an agent name.
 pub fn by_name(name: &str) -> Result<Box<dyn Adapter>, UnsupportedAgent> {
     match name {
+        "claude-code" => Ok(Box::new(claude_code::agent::ClaudeCode::default())),
         _ => match capabilities::lookup(name) {
             Some(c) => Err(UnsupportedAgent::NotYet { agent: c.agent.into(), what: "replay" }),
             None => Err(UnsupportedAgent::Unknown(name.into(), capabilities::TABLE.iter().map(|c| c.agent).collect::<Vec<_>>().join(", "))),

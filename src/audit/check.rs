@@ -242,9 +242,7 @@ pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalErro
         }
     }
     if let Some(f) = &state.finished {
-        let mut s = state.clone();
-        s.finished = Some(journal_format::event::RunFinished { result_digest: String::new() });
-        let d = crate::digest::json_digest(&serde_json::to_value(fold::derive(&s)).unwrap_or_default());
+        let d = crate::engine::result_digest(&state);
         if d != f.result_digest {
             findings.push(finding("result", "warning", "run_finished's result digest differs from the fold's result", None));
         }

@@ -87,6 +87,27 @@ pub trait ContinuationAgent: Send {
     fn finish(&mut self) -> Result<Option<ContinuedSession>, AdapterError>;
 }
 
+impl<T: ContinuationAgent + ?Sized> ContinuationAgent for Box<T> {
+    fn protocol(&self) -> AgentProtocol {
+        (**self).protocol()
+    }
+    fn transport_rule(&self) -> TransportRule {
+        (**self).transport_rule()
+    }
+    fn command(&mut self, bridge_url: &str, bridge_key: &str, budget: Option<u64>) -> Result<AgentCommand, AdapterError> {
+        (**self).command(bridge_url, bridge_key, budget)
+    }
+    fn observe_stdout(&mut self, line: &str) -> bool {
+        (**self).observe_stdout(line)
+    }
+    fn verdict(&self, exit: &ExitInfo, bridge: &BridgeStats, budget: Option<u64>) -> AgentVerdict {
+        (**self).verdict(exit, bridge, budget)
+    }
+    fn finish(&mut self) -> Result<Option<ContinuedSession>, AdapterError> {
+        (**self).finish()
+    }
+}
+
 /// Run parameters.
 #[derive(Debug, Clone)]
 pub struct ContinuationSpec {

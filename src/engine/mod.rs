@@ -1,6 +1,7 @@
 //! The engine: one loop — fold the journal → decide the next step → perform it → append its
 //! event — for fresh runs and `--resume-journal` alike.
 
+pub mod continue_step;
 pub mod decide;
 pub mod failure;
 pub mod outputs;
@@ -79,25 +80,25 @@ pub fn run_with(start: Start, lookup: impl Fn(&str) -> Result<Box<dyn Adapter>, 
             if rec.state.phase == fold::Phase::Empty {
                 let _ = rec.record(perform::request_event(&req, None));
             }
-            return finish_failed(&mut rec, &req, err);
+            return finish_failed(&mut rec, None, &req, err);
         }
     };
     let mut rec = Recorder::new(journal, state, BlobStore::new(&req.state_dir));
     if !events.is_empty() && !rec.state.phase.is_terminal() {
         let from = rec.state.last_seq;
         if let Err(e) = rec.record(Event::Resumed(Resumed { from_seq: from, pvisor_version: env!("CARGO_PKG_VERSION").into() })) {
-            return finish_failed(&mut rec, &req, e);
+            return finish_failed(&mut rec, Some(adapter.as_ref()), &req, e);
         }
     }
     let mut progress = progress::Progress::new();
     match drive(&mut rec, adapter.as_ref(), &req, &mut progress) {
         Ok(()) => {
             progress.clear();
-            conclude(&mut rec, &req, None)
+            conclude(&mut rec, Some(adapter.as_ref()), &req, None)
         }
         Err(e) => {
             progress.clear();
-            finish_failed(&mut rec, &req, e)
+            finish_failed(&mut rec, Some(adapter.as_ref()), &req, e)
         }
     }
 }
@@ -144,6 +145,9 @@ fn load_plan(rec: &Recorder, adapter: &dyn Adapter, req: &ReplayRequest) -> Resu
 
 fn drive(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, progress: &mut progress::Progress) -> Result<(), RunError> {
     let mut plan: Option<Plan> = None;
+    let mut rebuilt: Option<crate::adapter::RebuiltSession> = None;
+    let mut tools_ready = false;
+    let mut batch_ready: Option<u64> = None;
     loop {
         let step = decide(&rec.state);
         progress.show(&rec.state, step);
@@ -180,7 +184,20 @@ fn drive(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, progres
                     return Err(RunError::AmbiguousExecution(rec.state.blocked.clone().unwrap_or_default()));
                 }
             }
-            Step::RunCall(k, i) => perform::run_call(rec, adapter, req, plan.as_ref().unwrap(), k, i)?,
+            Step::RunCall(k, i) => {
+                let p = plan.as_ref().unwrap();
+                let ctx = perform::exec_context(req);
+                if !tools_ready {
+                    let completed = perform::completed_calls(rec, p)?;
+                    adapter.begin_replay(p, &ctx, &completed)?;
+                    tools_ready = true;
+                }
+                if batch_ready != Some(k) {
+                    adapter.before_batch(&p.batches[k as usize - 1], &ctx);
+                    batch_ready = Some(k);
+                }
+                perform::run_call(rec, adapter, req, p, k, i)?
+            }
             Step::Compare(k, i) => perform::compare(rec, adapter, plan.as_ref().unwrap(), k, i)?,
             Step::FinishBatch(k) => {
                 let d = perform::workspace_digest(rec, &req.workspace);
@@ -188,10 +205,17 @@ fn drive(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, progres
             }
             Step::Rebuild => {
                 let obs = perform::fresh_observations(rec)?;
-                perform::write_session(rec, adapter, req, plan.as_ref().unwrap(), &obs, SessionRole::Reconstructed)?;
+                rebuilt = Some(perform::write_session(rec, adapter, req, plan.as_ref().unwrap(), &obs, SessionRole::Reconstructed)?);
             }
-            Step::Continue | Step::WriteContinued => {
-                return Err(RunError::UnsupportedAgent(format!("continuing `{}` is not available in this build; use --replay-only", req.agent)));
+            Step::Continue => {
+                let session = match rebuilt.take() {
+                    Some(s) => s,
+                    None => perform::rebuild_again(rec, adapter, req, plan.as_ref().unwrap())?,
+                };
+                continue_step::run(rec, adapter, req, &session)?;
+            }
+            Step::WriteContinued => {
+                return Err(RunError::Continuation("the agent exited but its continued session was not recorded (the run was interrupted right after the agent ended)".into()));
             }
             Step::Finish => {
                 let digest = final_result_digest(&rec.state);
@@ -205,12 +229,21 @@ fn drive(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, progres
 /// The digest `run_finished` carries: of the result the fold derives once it is applied.
 fn final_result_digest(state: &fold::ReplayState) -> String {
     let mut s = state.clone();
-    s.phase = fold::Phase::Finished;
+    let ev = crate::journal::StoredEvent { seq: s.last_seq + 1, at_ms: 0, offset: 0, event: Event::RunFinished(RunFinished { result_digest: String::new() }) };
+    if fold::apply(&mut s, &ev).is_err() {
+        return String::new();
+    }
+    result_digest(&s)
+}
+
+/// The digest of a finished state's result, ignoring the digest `run_finished` carries.
+pub fn result_digest(s: &fold::ReplayState) -> String {
+    let mut s = s.clone();
     s.finished = Some(RunFinished { result_digest: String::new() });
     crate::digest::json_digest(&serde_json::to_value(result::derive(&s)).unwrap_or_default())
 }
 
-fn finish_failed(rec: &mut Recorder, req: &ReplayRequest, e: RunError) -> Outcome {
+fn finish_failed(rec: &mut Recorder, adapter: Option<&dyn Adapter>, req: &ReplayRequest, e: RunError) -> Outcome {
     let hint = hint_for(&e);
     let journaled = match &e {
         // An in-doubt stop is journaled as a decision, and the run stays resumable.
@@ -224,12 +257,12 @@ fn finish_failed(rec: &mut Recorder, req: &ReplayRequest, e: RunError) -> Outcom
         o.hint = hint;
         return o;
     }
-    conclude(rec, req, hint)
+    conclude(rec, adapter, req, hint)
 }
 
-fn conclude(rec: &mut Recorder, req: &ReplayRequest, hint: Option<String>) -> Outcome {
+fn conclude(rec: &mut Recorder, adapter: Option<&dyn Adapter>, req: &ReplayRequest, hint: Option<String>) -> Outcome {
     let res = result::derive(&rec.state);
-    if let Err(m) = outputs::write_all(rec, &req.output_dir, &res) {
+    if let Err(m) = outputs::write_all(rec, adapter, req, &res) {
         eprintln!("pvisor: warning: writing outputs: {m}");
     }
     let code = res.failure.as_ref().map(|f| crate::cli::exit::for_category(&f.category)).unwrap_or(0);

@@ -16,8 +16,16 @@ fn io(p: &Path, e: std::io::Error) -> String {
     format!("{}: {e}", p.display())
 }
 
-pub fn write_all(rec: &Recorder, out: &Path, result: &ReplayResult) -> Result<(), String> {
+pub fn write_all(rec: &Recorder, adapter: Option<&dyn crate::adapter::Adapter>, req: &crate::request::ReplayRequest, result: &ReplayResult) -> Result<(), String> {
+    let out: &Path = &req.output_dir;
     std::fs::create_dir_all(out).map_err(|e| io(out, e))?;
+    if let (Some(a), false) = (adapter, rec.state.steps.is_empty()) {
+        let continued = rec.state.sessions.get("continued").map(|w| std::path::PathBuf::from(&w.path));
+        let (orig, live) = a.next_actions(&req.trajectory, req.after_step as usize, continued.as_deref());
+        let v = crate::compare::next_action::compare(orig.as_ref(), live.as_ref(), rec.state.bridge.injections > 0);
+        let p = out.join(files::NEXT_ACTION);
+        write_atomic(&p, serde_json::to_string_pretty(&v).unwrap_or_default().as_bytes()).map_err(|e| io(&p, e))?;
+    }
     if let Some(p) = &rec.state.parsed {
         if let Ok(plan) = rec.blobs.get(&p.plan_blob) {
             write_atomic(&out.join(files::PLAN), &plan).map_err(|e| io(out, e))?;

@@ -165,6 +165,38 @@ pub fn fresh_observations(rec: &Recorder) -> Result<BTreeMap<String, Observation
     Ok(out)
 }
 
+pub fn exec_context(req: &ReplayRequest) -> ExecContext {
+    ExecContext { workspace: req.workspace.clone(), log_dir: req.state_dir.join("logs"), timeout: Duration::from_secs(600) }
+}
+
+/// The calls the journal says finished, in order, with their recorded observations.
+pub fn completed_calls(rec: &Recorder, plan: &Plan) -> Result<Vec<(crate::adapter::ToolCall, Observation)>, RunError> {
+    let fresh = fresh_observations(rec)?;
+    let mut out = vec![];
+    for c in rec.state.calls.values() {
+        if c.finished.is_some() {
+            if let (Some(call), Some(o)) = (plan.batches.get(c.batch as usize - 1).and_then(|b| b.calls.get(c.call as usize)), fresh.get(&c.call_id)) {
+                out.push((call.clone(), o.clone()));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Rebuild the reconstructed session again (a resumed run whose process rebuilt it has
+/// gone) and check it is the session the journal recorded.
+pub fn rebuild_again(rec: &Recorder, adapter: &dyn Adapter, req: &ReplayRequest, plan: &Plan) -> Result<crate::adapter::RebuiltSession, RunError> {
+    let obs = fresh_observations(rec)?;
+    let artifact = native_dir(req).join(format!("reconstructed-session.{}", req.trajectory.extension().and_then(|e| e.to_str()).unwrap_or("jsonl")));
+    let rebuilt = adapter.rebuild(&RebuildRequest { source: &req.trajectory, plan, after_step: req.after_step as usize, observations: &obs, workspace: &req.workspace, state_dir: &req.state_dir, artifact_path: &artifact })?;
+    if let Some(w) = rec.state.sessions.get("reconstructed") {
+        if w.digest != rebuilt.digest {
+            return Err(RunError::Internal(format!("the reconstructed session rebuilt on resume ({}) differs from the journaled one ({})", rebuilt.digest, w.digest)));
+        }
+    }
+    Ok(rebuilt)
+}
+
 pub fn run_call(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, plan: &Plan, k: u64, i: u64) -> Result<(), RunError> {
     let call = &plan.batches[k as usize - 1].calls[i as usize];
     let class = adapter.classify(call);
@@ -173,7 +205,7 @@ pub fn run_call(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, 
         let o = call.original.clone().ok_or_else(|| RunError::Internal(format!("batch {k} call {i} has no original observation to reuse")))?;
         (o, None, 0, vec![], true)
     } else {
-        let ctx = ExecContext { workspace: req.workspace.clone(), log_dir: req.state_dir.join("logs"), timeout: Duration::from_secs(600) };
+        let ctx = exec_context(req);
         let out = adapter.execute(call, &ctx).map_err(|e| RunError::Executor { batch: k, call: i, tool: call.tool.clone(), source: e })?;
         (out.observation, out.exit_code, out.duration_ms, out.touched.iter().map(|p| p.display().to_string()).collect(), false)
     };

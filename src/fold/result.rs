@@ -188,7 +188,7 @@ pub fn derive(s: &ReplayState) -> ReplayResult {
         quality: quality.map(String::from),
         agent_status: agent_status.into(),
         run_id: req.map(|r| r.run_id.clone()),
-        agent: req.map(|r| AgentInfo { kind: r.agent.clone(), version: r.agent_version.clone(), entrypoint: r.agent_entrypoint.clone() }),
+        agent: req.map(|r| AgentInfo { kind: r.agent.clone(), version: r.agent_version.clone().or_else(|| s.continuations.last().and_then(|c| c.agent_version.clone())), entrypoint: r.agent_entrypoint.clone() }),
         after_step: req.map(|r| r.after_step),
         replayed_tool_calls: s.calls.values().filter(|c| c.finished.as_ref().map(|f| !f.stale).unwrap_or(false)).count() as u64,
         prefix_model_turns: s.boundary.as_ref().map(|b| b.prefix_model_turns).unwrap_or(0),

@@ -328,7 +328,7 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
         None => true,
         Some(st) => !st.in_context() || stale || st.content != content,
     };
-    cx.state.read_files.insert(
+    cx.state.remember(
         path.clone(),
         FileReadState {
             content: updated.strip_prefix('\u{feff}').unwrap_or(&updated).to_string(),
@@ -362,7 +362,7 @@ fn create(file_path: &str, new: &str, path: &std::path::Path, cx: &mut Cx<'_>) -
         std::fs::create_dir_all(parent).map_err(|e| io_error(TOOL, e))?;
     }
     let ts = write_text(path, new, Encoding::Utf8, false).map_err(|e| io_error(TOOL, e))?;
-    cx.state.read_files.insert(
+    cx.state.remember(
         path.to_path_buf(),
         FileReadState {
             content: new.to_string(),
@@ -435,7 +435,7 @@ pub(crate) fn run_multi(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecEr
     let existing = existing.expect("checked above");
     let ts = write_text(&path, &keep_bom(Some(&existing.raw), &text), existing.encoding, existing.crlf)
         .map_err(|e| io_error(MTOOL, e))?;
-    cx.state.read_files.insert(
+    cx.state.remember(
         path.clone(),
         FileReadState { content: text, timestamp: ts, offset: None, limit: None, is_partial_view: false, content_not_in_model_context: false },
     );

@@ -16,7 +16,14 @@
 //! That state lives in a [`ToolSession`]. [`execute`] uses one session per workspace
 //! (a process-wide registry), so calls executed in order see the state the originals saw.
 //! For crash resumption, [`ToolSession::seed`] rebuilds the state from calls that are not
-//! re-executed (as Claude Code itself rebuilds it from the transcript on resume).
+//! re-executed (as Claude Code itself rebuilds it from the transcript on resume), and
+//! [`ToolSession::observe_attachment`] applies Claude's between-turn re-reads
+//! (`edited_text_file` attachment records) — feed it the chain's attachment records that
+//! precede each batch.
+//!
+//! Start each replay with [`begin_session`]`(workspace, ToolConfig::for_session(&parsed))`:
+//! the default configuration assumes the read guard applies, which is wrong for sessions
+//! recorded with `--dangerously-skip-permissions`.
 //!
 //! Calls are refused (`ExecError::Unsupported`) when their output cannot be reproduced
 //! faithfully (see `docs/agents/claude-code.md`); input that does not match the tool's
@@ -181,8 +188,32 @@ impl FileReadState {
 pub struct SessionState {
     /// Keyed by the resolved (workspace-confined, canonical) path.
     pub read_files: HashMap<PathBuf, FileReadState>,
+    /// The keys of `read_files` in first-insertion order (Claude's `readFileState` is a
+    /// JavaScript `Map`; Bash's "modified files" note lists them in that order).
+    pub read_order: Vec<PathBuf>,
     /// The shell's current directory; `None` until the first call (then the start cwd).
     pub cwd: Option<PathBuf>,
+    /// When the last call that may write files ended (see [`MTIME_SPACING`]).
+    pub last_write: Option<Instant>,
+}
+
+/// The minimum time between two calls that may write files.
+///
+/// File timestamps come from the kernel's coarse clock (a few milliseconds per tick). The
+/// original calls were separated by model round trips, a replay runs them back to back:
+/// without spacing, two files written by consecutive calls could get the same mtime and
+/// Grep (newest first) or Glob (oldest first) would order them differently from the
+/// original run.
+pub const MTIME_SPACING: std::time::Duration = std::time::Duration::from_millis(12);
+
+impl SessionState {
+    /// Record what the model now knows about a file (`readFileState.set`).
+    pub fn remember(&mut self, path: PathBuf, state: FileReadState) {
+        if !self.read_files.contains_key(&path) {
+            self.read_order.push(path.clone());
+        }
+        self.read_files.insert(path, state);
+    }
 }
 
 /// One Claude Code session's tools: configuration plus the state shared by its calls.
@@ -401,9 +432,26 @@ impl ToolSession {
 
     /// Re-execute one call. See the module docs.
     pub fn execute(&self, call: &ToolCall, ctx: &ExecContext) -> Result<ToolOutcome, ExecError> {
-        let started = Instant::now();
         let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let mut cx = Cx { exec: ctx, config: &self.config, state: &mut guard, call_id: &call.call_id };
+        let writes = classify(&call.tool, &call.input) == ToolClass::Mutating;
+        if writes {
+            if let Some(last) = guard.last_write {
+                let since = last.elapsed();
+                if since < MTIME_SPACING {
+                    std::thread::sleep(MTIME_SPACING - since);
+                }
+            }
+        }
+        let started = Instant::now();
+        let result = self.execute_locked(call, ctx, &mut guard, started);
+        if writes {
+            guard.last_write = Some(Instant::now());
+        }
+        result
+    }
+
+    fn execute_locked(&self, call: &ToolCall, ctx: &ExecContext, guard: &mut SessionState, started: Instant) -> Result<ToolOutcome, ExecError> {
+        let mut cx = Cx { exec: ctx, config: &self.config, state: guard, call_id: &call.call_id };
         let input = &call.input;
         let out = match call.tool.as_str() {
             "Read" => read::run(input, &mut cx)?,
@@ -453,6 +501,24 @@ impl ToolSession {
         })
     }
 
+    /// Apply what Claude did between two model turns to the read-file state, from an
+    /// `attachment` record of the session (call it for the chain's attachment records in
+    /// file order, between batches). Handled: `edited_text_file` — Claude noticed that a
+    /// file the model had read changed on disk, re-read it (as a Read would) and showed
+    /// the model a snippet; the file then counts as freshly read.
+    pub fn observe_attachment(&self, attachment: &Value, ctx: &ExecContext) {
+        if attachment.get("type").and_then(Value::as_str) != Some("edited_text_file") {
+            return;
+        }
+        let Some(name) = attachment.get("filename").and_then(Value::as_str) else { return };
+        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let cx = Cx { exec: ctx, config: &self.config, state: &mut guard, call_id: "" };
+        let Ok(path) = cx.confine(name) else { return };
+        let (Ok(bytes), Ok(ts)) = (std::fs::read(&path), mtime_ms(&path)) else { return };
+        let content = read::select_lines(&read::decode_text(&bytes).0, 0, None).content;
+        guard.remember(path, FileReadState { content, timestamp: ts, offset: Some(1), limit: None, is_partial_view: false, content_not_in_model_context: false });
+    }
+
     /// Rebuild the state a call that is *not* re-executed left behind (crash resumption):
     /// a successful Read/Write/Edit/MultiEdit/NotebookEdit marks its file as read with its
     /// current content and mtime; a successful Bash with a `cd` cannot be replayed and is
@@ -478,10 +544,7 @@ impl ToolSession {
         } else {
             (None, None)
         };
-        guard.read_files.insert(
-            path,
-            FileReadState { content, timestamp: ts, offset, limit, is_partial_view: false, content_not_in_model_context: false },
-        );
+        guard.remember(path, FileReadState { content, timestamp: ts, offset, limit, is_partial_view: false, content_not_in_model_context: false });
     }
 }
 

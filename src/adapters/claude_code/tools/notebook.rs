@@ -178,7 +178,7 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
     let text = format!("{bom}{}{nl}", stringify_1(&nb));
     let ts = write_text(&path, &text, existing.encoding, existing.crlf).map_err(|e| io_error(TOOL, e))?;
     let seen = last.in_context() && last.content == normalize(&existing.raw);
-    cx.state.read_files.insert(
+    cx.state.remember(
         path.clone(),
         FileReadState {
             content: normalize(&text),

@@ -307,7 +307,7 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
         });
     }
 
-    cx.state.read_files.insert(
+    cx.state.remember(
         path.clone(),
         FileReadState {
             content: sel.content.clone(),
@@ -333,7 +333,8 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
     };
     let mut text_out = body;
     if let Some(nt) = not_text {
-        text_out.push('\n');
+        // `Iqi`: each note after a blank line.
+        text_out.push_str("\n\n");
         text_out.push_str(&nt.read_note());
     }
     Ok(Output::ok(text_out))

@@ -166,7 +166,7 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
     let to_write = keep_bom(previous, content);
     let encoding = existing.as_ref().map_or(Encoding::Utf8, |e| e.encoding);
     let ts = write_text(&path, &to_write, encoding, false).map_err(|e| io_error(TOOL, e))?;
-    cx.state.read_files.insert(
+    cx.state.remember(
         path.clone(),
         FileReadState {
             content: normalize(&to_write),
