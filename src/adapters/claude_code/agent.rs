@@ -103,6 +103,18 @@ impl Adapter for ClaudeCode {
     fn continuation(&self, req: &ContinueRequest) -> Result<Box<dyn crate::continuation::ContinuationAgent>, AdapterError> {
         let mut c = ClaudeContinuation::new(req.entrypoint, req.rebuilt, req.workspace, req.state_dir, req.continued_artifact)?;
         c.model = req.model.clone();
+        // Claude Code 2.1.332 offers Glob and Grep only when allowed explicitly: a session
+        // that called them was started with `--allowedTools Glob Grep`, and its tool list
+        // (part of every request) must be the same when it continues.
+        let used: Vec<String> = {
+            let guard = self.session.lock().unwrap_or_else(|e| e.into_inner());
+            guard.as_ref().map(|p| p.calls.iter().map(|c| c.tool.clone()).collect()).unwrap_or_default()
+        };
+        let extra: Vec<&str> = ["Glob", "Grep"].into_iter().filter(|t| used.iter().any(|u| u == t)).collect();
+        if !extra.is_empty() {
+            c.extra_args.push("--allowedTools".into());
+            c.extra_args.extend(extra.iter().map(|s| s.to_string()));
+        }
         if let Ok(p) = std::env::var("PATH") {
             c.path_env = p;
         }
