@@ -370,7 +370,10 @@ async fn boundary_prompt_appears_once_right_after_the_boundary() {
     }
     assert_eq!(m[0].body["messages"].as_array().unwrap().len(), plen + 1);
     let v: Vec<_> = r.events.iter().filter_map(|e| if let Event::BridgeRequestValidated(v) = e { Some(v.clone()) } else { None }).collect();
-    assert!(v.iter().all(|v| v.boundary_prompt_injected && v.ok));
+    // Injected once (request 1); carried again by later requests, never re-counted.
+    assert!(v.iter().all(|v| v.ok));
+    assert_eq!(v.iter().filter(|v| v.boundary_prompt_injected).count(), 1);
+    assert!(v[0].boundary_prompt_injected);
     // The prompt never reaches the native session or the events.
     let cont = std::fs::read_to_string(&r.outcome.continued.as_ref().unwrap().artifact_path).unwrap();
     assert!(!cont.contains(prompt));

@@ -86,10 +86,11 @@ fn main_requests(log: &Path) -> Vec<Value> {
 
 /// The original run's main request that first carried the result of `call_id`.
 fn original_after(rec: &Path, call_id: &str) -> Value {
-    main_requests(&rec.join("requests.jsonl"))
-        .into_iter()
+    let mut all = main_requests(&rec.join("requests.jsonl"));
+    all.extend(main_requests(&rec.join("requests-resume.jsonl")));
+    all.into_iter()
         .find(|r| r["body"]["messages"].as_array().unwrap().iter().any(|m| m["content"].as_array().into_iter().flatten().any(|b| b["tool_use_id"] == call_id)))
-        .unwrap()
+        .unwrap_or_else(|| panic!("no original request of {} carries the result of {call_id}", rec.display()))
 }
 
 fn diff_paths(a: &Value, b: &Value, path: String, out: &mut Vec<String>) {

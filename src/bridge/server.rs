@@ -420,10 +420,13 @@ fn prepare(sh: &Shared, mut body: Value) -> Result<Prepared, (u64, String)> {
     if steps > 0 && canon.len() == plen {
         return Err((n, "a later request carries no turn after the boundary".into()));
     }
+    // The boundary prompt joins the conversation once, with request 1; the agent never
+    // stores it in its own history, so later requests carry it again at the same position.
+    // The journal's `boundary_prompt_injected` marks the request that first carried it.
     let mut injected = false;
     if let Some(p) = &cfg.boundary_prompt {
         msgs.insert(plen, json!({"role": "user", "content": [{"type": "text", "text": p}]}));
-        injected = true;
+        injected = !sh.state.lock().unwrap().injected;
     }
     body["messages"] = Value::Array(msgs);
     if cfg.disable_thinking {
@@ -448,7 +451,7 @@ fn prepare(sh: &Shared, mut body: Value) -> Result<Prepared, (u64, String)> {
     {
         let mut s = sh.state.lock().unwrap();
         s.in_flight = true;
-        s.injected |= injected;
+        s.injected |= cfg.boundary_prompt.is_some();
     }
     Ok(Prepared { n, body, removed, injected })
 }

@@ -65,6 +65,7 @@ pub fn run(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, rebui
     let budget = rec.state.boundary.as_ref().and_then(|b| b.live_budget);
     let continued_artifact = req.output_dir.join("native").join(format!("continued-session.{}", req.trajectory.extension().and_then(|e| e.to_str()).unwrap_or("jsonl")));
     let mut agent = adapter.continuation(&ContinueRequest { entrypoint: &entry, rebuilt, workspace: &req.workspace, state_dir: &req.state_dir, continued_artifact: &continued_artifact, model: req.model.model.clone() })?;
+    std::fs::create_dir_all(req.state_dir.join("logs")).map_err(|e| RunError::Internal(format!("{}: {e}", req.state_dir.join("logs").display())))?;
     let mut spec = ContinuationSpec::new(budget);
     spec.agent_version = Some(version);
     spec.log_dir = Some(req.state_dir.join("logs"));

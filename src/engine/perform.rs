@@ -86,6 +86,11 @@ pub fn validate(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, 
         let why = if n <= plan.batches.len() { format!("batch {n} is incomplete (a call has no recorded result)") } else { format!("the trajectory has {} tool-call batches", plan.batches.len()) };
         return Err(crate::error::TrajectoryError::new(&req.trajectory, plan.batches.get(n.min(plan.batches.len()).saturating_sub(1)).map(|b| b.locator.line).unwrap_or(0), "after_step", format!("boundary {n} is beyond the last complete batch ({max}): {why}")).into());
     }
+    if let (Some(want), Some(have)) = (&req.session_id, &plan.session_id) {
+        if want != have {
+            return Err(crate::error::TrajectoryError::new(&req.trajectory, 0, "sessionId", format!("the trajectory's native session is {have}, not the --session-id {want}")).into());
+        }
+    }
     let mut stale = vec![];
     for b in &plan.batches[..n] {
         for (i, c) in b.calls.iter().enumerate() {
