@@ -332,3 +332,18 @@ async fn answers_stream_through_and_tool_calls_wait_for_the_journal() {
     assert!(rest.contains("\"name\":\"Bash\"") && rest.contains("message_stop"), "{rest}");
     b.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_https_upstream_is_spoken_to_over_tls() {
+    // A plaintext server behind an https:// URL: the bridge must attempt a TLS handshake
+    // (and fail closed), never fall back to plaintext.
+    let up = start(script(), ServerOptions { api_key: Some("upstream-key".into()), ..Default::default() }).await.unwrap();
+    let https = up.base_url().replacen("http://", "https://", 1);
+    let (b, rx) = bridge::start(config(&https, UpstreamMode::Native)).await.unwrap();
+    let (_events, _t) = bridge::auto_ack(rx);
+    let (st, body) = post(&b.base_url(), "/v1/messages?beta=true", b.key(), &first_request(CLAUDE_DEFAULT_RESUME_TEXT)).await;
+    assert!(st.is_server_error() || st.is_client_error(), "{st} {body}");
+    assert_eq!(up.main_requests().len(), 0, "nothing reached the plaintext upstream as a request");
+    // a bad scheme is refused at start
+    assert!(bridge::start(config("ftp://127.0.0.1:1", UpstreamMode::Native)).await.is_err());
+}

@@ -69,7 +69,7 @@ pub enum UpstreamMode {
 pub struct Upstream {
     /// `http://host:port` for Anthropic (the request path, e.g. `/v1/messages?beta=true`, is
     /// appended); the base including `/v1` for OpenAI Chat (`/chat/completions` is appended).
-    /// Only `http://` is supported.
+    /// `http://` or `https://` (TLS by rustls with the webpki roots).
     pub base_url: String,
     pub mode: UpstreamMode,
     /// Sent as `x-api-key` (Anthropic) or `Authorization: Bearer` (OpenAI). Never logged.
@@ -218,8 +218,8 @@ pub fn random_key() -> String {
 /// acknowledged (see [`BridgeNotice`]). Dropping the receiver makes every request fail.
 pub async fn start(cfg: BridgeConfig) -> Result<(BridgeHandle, mpsc::UnboundedReceiver<BridgeNotice>), BridgeError> {
     let base = cfg.upstream.base_url.trim_end_matches('/').to_string();
-    if !base.starts_with("http://") {
-        return Err(BridgeError::Config(format!("upstream {base:?}: only http:// upstreams are supported (no TLS client is built in)")));
+    if !base.starts_with("http://") && !base.starts_with("https://") {
+        return Err(BridgeError::Config(format!("upstream {base:?}: the URL must start with http:// or https://")));
     }
     if let TransportRule::ClaudeResumeText { text } | TransportRule::TrailingUserMessage { text } = &cfg.transport {
         if text.is_empty() {

@@ -40,7 +40,7 @@ pub(super) struct Shared {
     key: String,
     prefix_digests: Vec<String>,
     pub(super) prefix_digest: String,
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
     state: Mutex<State>,
     notices: mpsc::UnboundedSender<BridgeNotice>,
 }
@@ -50,7 +50,14 @@ impl Shared {
         let prefix: Vec<Value> = cfg.prefix.iter().map(canonical_anthropic_message).collect();
         let prefix_digests = prefix.iter().map(message_digest).collect();
         let pd = prefix_digest(&prefix);
-        let client = Client::builder(TokioExecutor::new()).build_http();
+        // http:// and https:// upstreams; TLS by rustls (ring) with the webpki root store.
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_provider_and_webpki_roots(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
+            .expect("the ring provider supports the default TLS versions")
+            .https_or_http()
+            .enable_http1()
+            .build();
+        let client = Client::builder(TokioExecutor::new()).build(https);
         let mut cfg = cfg;
         cfg.prefix = prefix;
         Shared { cfg, key, prefix_digests, prefix_digest: pd, client, state: Mutex::new(State::default()), notices }
