@@ -30,5 +30,6 @@ pub mod journal;
 pub mod model;
 pub mod report;
 pub mod request;
+pub mod serve;
 pub mod supervisor;
 pub mod workspace;

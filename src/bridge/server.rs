@@ -10,14 +10,13 @@ use hyper::body::{Frame, Incoming};
 use hyper::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioExecutor;
 use journal_format::event::{BridgeRequestValidated, ContinuationStep};
 use journal_format::Event;
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, watch};
-use tokio::task::JoinSet;
 
 type Body = UnsyncBoxBody<Bytes, std::io::Error>;
 
@@ -118,30 +117,8 @@ impl Shared {
     }
 }
 
-pub(super) async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
-    let mut conns = JoinSet::new();
-    loop {
-        tokio::select! {
-            _ = stop.changed() => break,
-            accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else {
-                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                    continue;
-                };
-                let sh = shared.clone();
-                conns.spawn(async move {
-                    let svc = hyper::service::service_fn(move |req| {
-                        let sh = sh.clone();
-                        async move { Ok::<_, std::convert::Infallible>(handle(sh, req).await) }
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await;
-                });
-            }
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
-        }
-    }
-    conns.abort_all();
-    while conns.join_next().await.is_some() {}
+pub(super) async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, stop: watch::Receiver<bool>) {
+    crate::serve::accept_loop(listener, move |req| handle(shared.clone(), req), stop).await
 }
 
 fn full(bytes: impl Into<Bytes>) -> Body {

@@ -37,7 +37,6 @@ use http_body_util::{combinators::BoxBody, BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
 use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::convert::Infallible;
@@ -49,7 +48,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinHandle;
 
 /// Options of [`start`].
 #[derive(Debug, Clone)]
@@ -216,29 +215,21 @@ pub async fn start(script: Script, opts: ServerOptions) -> Result<ServerHandle, 
     Ok(ServerHandle { addr, state, stop, task: Some(task) })
 }
 
-async fn accept_loop(listener: TcpListener, state: Arc<State>, mut stop: watch::Receiver<bool>) {
-    let mut conns = JoinSet::new();
-    loop {
-        tokio::select! {
-            _ = stop.changed() => break,
-            accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else {
-                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                    continue;
-                };
-                let st = state.clone();
-                conns.spawn(async move {
-                    let svc = hyper::service::service_fn(move |req| handle(st.clone(), req));
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), svc)
-                        .await;
-                });
+async fn accept_loop(listener: TcpListener, state: Arc<State>, stop: watch::Receiver<bool>) {
+    crate::serve::accept_loop(
+        listener,
+        move |req| {
+            let st = state.clone();
+            async move {
+                match handle(st, req).await {
+                    Ok(r) => r,
+                    Err(never) => match never {},
+                }
             }
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
-        }
-    }
-    conns.abort_all();
-    while conns.join_next().await.is_some() {}
+        },
+        stop,
+    )
+    .await
 }
 
 type Body = BoxBody<Bytes, Infallible>;
