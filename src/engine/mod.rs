@@ -215,7 +215,11 @@ fn drive(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, progres
                 continue_step::run(rec, adapter, req, &session)?;
             }
             Step::WriteContinued => {
-                return Err(RunError::Continuation("the agent exited but its continued session was not recorded (the run was interrupted right after the agent ended)".into()));
+                let session = match rebuilt.take() {
+                    Some(s) => s,
+                    None => perform::rebuild_again(rec, adapter, req, plan.as_ref().unwrap())?,
+                };
+                continue_step::write_continued(rec, adapter, req, &session)?;
             }
             Step::Finish => {
                 let digest = final_result_digest(&rec.state);

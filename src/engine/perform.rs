@@ -193,7 +193,11 @@ pub fn completed_calls(rec: &Recorder, plan: &Plan) -> Result<Vec<(crate::adapte
 pub fn rebuild_again(rec: &Recorder, adapter: &dyn Adapter, req: &ReplayRequest, plan: &Plan) -> Result<crate::adapter::RebuiltSession, RunError> {
     let obs = fresh_observations(rec)?;
     let artifact = native_dir(req).join(format!("reconstructed-session.{}", req.trajectory.extension().and_then(|e| e.to_str()).unwrap_or("jsonl")));
-    let rebuilt = adapter.rebuild(&RebuildRequest { source: &req.trajectory, plan, after_step: req.after_step as usize, observations: &obs, workspace: &req.workspace, state_dir: &req.state_dir, artifact_path: &artifact })?;
+    // Once the agent was started it owns its native session (it appended live turns): only
+    // recompute it then, never write it again.
+    let started = !rec.state.continuations.is_empty();
+    let rebuild = |r: &RebuildRequest| if started { adapter.rebuild_for_resume(r) } else { adapter.rebuild(r) };
+    let rebuilt = rebuild(&RebuildRequest { source: &req.trajectory, plan, after_step: req.after_step as usize, observations: &obs, workspace: &req.workspace, state_dir: &req.state_dir, artifact_path: &artifact })?;
     if let Some(w) = rec.state.sessions.get("reconstructed") {
         if w.digest != rebuilt.digest {
             return Err(RunError::Internal(format!("the reconstructed session rebuilt on resume ({}) differs from the journaled one ({})", rebuilt.digest, w.digest)));
