@@ -299,3 +299,28 @@ fn kill_anywhere_and_resume() {
     assert!(landed >= kills, "only {landed} of {kills} kills landed in {attempts} attempts");
     eprintln!("SIGKILL: {landed} kills ok, {stops31} stopped with exit 31, {doubles} accounted double executions");
 }
+
+#[test]
+fn a_changed_workspace_is_refused_on_resume_and_the_run_stays_resumable() {
+    let h = setup();
+    h.reset();
+    // Event 27 is batch 4's `batch_finished` (the Edit of notes.txt).
+    let out = h.fresh_cmd("ws").env("PVISOR_FAILPOINT", "after-event:27").output().unwrap();
+    assert!(!out.status.success());
+    let notes = h.work.join("notes.txt");
+    let good = std::fs::read(&notes).unwrap();
+    std::fs::write(&notes, "changed behind pvisor's back\n").unwrap();
+    let events = h.events("ws").len();
+    let out = Command::new(env!("CARGO_BIN_EXE_pvisor")).args(["replay", "--resume-journal"]).arg(h.state("ws")).output().unwrap();
+    assert_eq!(out.status.code(), Some(20), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
+    assert_eq!(r["failure"]["category"], "workspace_error");
+    let msg = r["failure"]["message"].as_str().unwrap();
+    assert!(msg.contains("notes.txt (journaled "), "{msg}");
+    assert!(!msg.contains("a.txt"), "only the differing path is listed: {msg}");
+    assert_eq!(h.events("ws").len(), events, "a refusal is not journaled");
+    // Restored, the same journal resumes to the end.
+    std::fs::write(&notes, good).unwrap();
+    let done = h.resume_until_done("ws", "restored workspace");
+    assert_eq!(done.facts.phase, "continued");
+}

@@ -523,6 +523,32 @@ mod tests {
         assert!(clean_continued(f.as_bytes(), prefix.as_bytes(), SID, "PVISOR-RESUME-9").is_err());
     }
 
+    #[test]
+    fn resume_cuts_after_the_last_complete_turn_and_drops_old_nonces() {
+        let prefix = line(json!({"type": "user", "uuid": "b", "parentUuid": null, "sessionId": SID, "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t0", "content": "x"}]}}));
+        let mut f = prefix.clone();
+        // attempt 1's transport record, with a nonce this process never saw
+        f += &line(json!({"type": "user", "isMeta": true, "uuid": "m", "parentUuid": "b", "sessionId": SID, "message": {"role": "user", "content": [{"type": "text", "text": "PVISOR-RESUME-0123456789abcdef01234567"}]}}));
+        f += &line(json!({"type": "assistant", "uuid": "a1", "parentUuid": "m", "sessionId": SID, "message": {"id": "msg1", "role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "echo 1"}}]}}));
+        f += &line(json!({"type": "user", "uuid": "u1", "parentUuid": "a1", "sessionId": SID, "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "1"}]}}));
+        // interrupted: text stored, tool call stored, no result
+        f += &line(json!({"type": "assistant", "uuid": "a2", "parentUuid": "u1", "sessionId": SID, "message": {"id": "msg2", "role": "assistant", "content": [{"type": "text", "text": "two"}]}}));
+        f += &line(json!({"type": "assistant", "uuid": "a3", "parentUuid": "a2", "sessionId": SID, "message": {"id": "msg2", "role": "assistant", "content": [{"type": "tool_use", "id": "t2", "name": "Bash", "input": {"command": "echo 2"}}]}}));
+        let c = clean_continued(f.as_bytes(), prefix.as_bytes(), SID, "PVISOR-RESUME-ffffffffffffffffffffffff").unwrap();
+        assert_eq!(c.removed, ["user"]);
+        let (info, text) = resume_cut(&c.text, prefix.len()).unwrap();
+        assert_eq!(info.complete_turns, 1);
+        assert_eq!(info.interrupted.as_ref().unwrap()[0].0, "t2");
+        assert_eq!(info.live.len(), 2, "{:?}", info.live);
+        assert_eq!(info.live[0]["role"], "assistant");
+        assert!(!text.contains("PVISOR-RESUME") && !text.contains("\"a2\"") && text.contains("\"u1\""));
+        let recs: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(recs[1]["parentUuid"], "b", "re-parented past the removed nonce record");
+        // nothing after the last complete turn: no interrupted turn
+        let (info, _) = resume_cut(&text, prefix.len()).unwrap();
+        assert!(info.interrupted.is_none());
+    }
+
     fn cont_with_result(result: Option<Value>) -> ClaudeContinuation {
         ClaudeContinuation {
             entrypoint: "claude".into(),
