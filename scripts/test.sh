@@ -18,6 +18,12 @@ command -v node >/dev/null || { echo "scripts/test.sh: node (>= 18) is required 
 echo "== installing pinned agent CLIs (cached in .cache/agents) ==" >&2
 scripts/install-agents.sh claude-code codex >&2
 
+if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
+    echo "== installing chromium (the audit HTML test renders the report in it) ==" >&2
+    command -v apt-get >/dev/null || { echo "scripts/test.sh: chromium is required (apt-get not found)" >&2; exit 1; }
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >&2
+fi
+
 echo "== cargo test --workspace ==" >&2
 # One build, shared by every test binary; tests run in parallel within each binary.
 cargo test --workspace --no-fail-fast "$@"

@@ -119,3 +119,42 @@ fn the_html_report_is_self_contained() {
     assert!(!h.contains("http://") && !h.contains("https://") && !h.contains("<script src") && !h.contains("<link"), "no external assets");
     assert!(h.contains("<details><summary>differs</summary><pre>") && h.contains("+two"));
 }
+
+/// Chromium, installed with apt when missing (never skipped: a missing browser fails).
+fn chromium() -> std::path::PathBuf {
+    for c in ["chromium", "chromium-browser"] {
+        for d in ["/usr/bin", "/usr/local/bin"] {
+            let p = std::path::Path::new(d).join(c);
+            if p.is_file() {
+                return p;
+            }
+        }
+    }
+    let st = Command::new("sh").args(["-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium"]).status().expect("apt-get");
+    assert!(st.success() && std::path::Path::new("/usr/bin/chromium").is_file(), "chromium is required and `apt-get install -y chromium` failed");
+    "/usr/bin/chromium".into()
+}
+
+#[test]
+fn the_html_report_renders_in_headless_chromium() {
+    let env = Env::new(TRAJ);
+    assert_eq!(env.run(env.fields(3)).exit_code, 0);
+    let (code, html) = audit(&["--format", "html"], &env.root.join("state/r"));
+    assert_eq!(code, 0);
+    let report = env.root.join("report.html");
+    std::fs::write(&report, &html).unwrap();
+    let profile = tempfile::tempdir().unwrap();
+    let out = Command::new(chromium())
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", report.display()))
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && dom.contains("</html>"), "chromium failed: {}", String::from_utf8_lossy(&out.stderr));
+    // the verdict, the checks table and a diff, as the browser parsed them
+    assert!(dom.contains("id=\"verdict\" class=\"ok\""), "{dom}");
+    assert!(dom.contains("id=\"checks\"") && dom.contains("privacy"), "{dom}");
+    assert!(dom.contains("-old") && dom.contains("+two"), "the observation diff is in the rendered page: {dom}");
+}

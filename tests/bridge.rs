@@ -63,6 +63,7 @@ fn config(upstream: &str, mode: UpstreamMode) -> BridgeConfig {
         },
         key: None,
         port: 0,
+        resume: None,
     }
 }
 

@@ -116,6 +116,7 @@ async fn run(s: &Setup, o: Opts) -> Run {
         },
         key: None,
         port: 0,
+        resume: None,
     };
     let state = s.state.path().join("state");
     let mut c = ClaudeContinuation::new(

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// Where a piece of the plan came from in the native file (1-based line numbers).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Locator {
     /// 1-based line of the record that holds the item (0 when the format has no lines).
     pub line: usize,
@@ -194,6 +194,12 @@ pub trait Adapter: Send + Sync {
     }
     /// Called before the calls of a batch execute.
     fn before_batch(&self, _batch: &Batch, _ctx: &ExecContext) {}
+    /// The session [`Adapter::rebuild`] writes, for a run resumed after its agent already
+    /// continued that session: writes the artifact copy only, never the agent's native file
+    /// (it holds the live turns now) nor anything in the workspace.
+    fn rebuild_for_resume(&self, _req: &RebuildRequest) -> Result<RebuiltSession, AdapterError> {
+        Err(AdapterError::Unsupported(format!("resuming a `{}` continuation is not implemented", self.name())))
+    }
     /// The continuation of a rebuilt session with the real agent.
     fn continuation(&self, _req: &ContinueRequest) -> Result<Box<dyn crate::continuation::ContinuationAgent>, AdapterError> {
         Err(AdapterError::Unsupported(format!("continuing `{}` is not implemented", self.name())))

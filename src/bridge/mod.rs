@@ -98,6 +98,23 @@ pub struct BridgeConfig {
     pub key: Option<String>,
     /// Port on 127.0.0.1; 0 = any free port.
     pub port: u16,
+    /// Set when the continuation is resumed after a crash (attempt 2, 3…): `prefix` is then
+    /// the longer prefix (rebuilt prefix + the live turns already in the agent's session).
+    pub resume: Option<BridgeResume>,
+}
+
+/// A resumed continuation (see `docs/resume.md`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BridgeResume {
+    /// Where the boundary prompt goes: the length of the rebuilt prefix (right after O′N),
+    /// not the end of the longer prefix.
+    pub boundary_at: usize,
+    /// The boundary prompt was already injected by an earlier attempt: later requests carry
+    /// it again, but no receipt marks it injected a second time.
+    pub prompt_injected_before: bool,
+    /// Live steps already taken (the session's complete live turns): this attempt's steps
+    /// are numbered from `steps_before + 1`.
+    pub steps_before: u64,
 }
 
 /// Errors starting the bridge.

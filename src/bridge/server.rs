@@ -409,8 +409,10 @@ fn prepare(sh: &Shared, mut body: Value) -> Result<Prepared, (u64, String)> {
     // The journal's `boundary_prompt_injected` marks the request that first carried it.
     let mut injected = false;
     if let Some(p) = &cfg.boundary_prompt {
-        msgs.insert(plen, json!({"role": "user", "content": [{"type": "text", "text": p}]}));
-        injected = !sh.state.lock().unwrap().injected;
+        let at = cfg.resume.as_ref().map(|r| r.boundary_at.min(plen)).unwrap_or(plen);
+        msgs.insert(at, json!({"role": "user", "content": [{"type": "text", "text": p}]}));
+        let before = cfg.resume.as_ref().is_some_and(|r| r.prompt_injected_before);
+        injected = !sh.state.lock().unwrap().injected && !before;
     }
     body["messages"] = Value::Array(msgs);
     if cfg.disable_thinking {
@@ -527,7 +529,7 @@ async fn pump(sh: Arc<Shared>, mut incoming: Incoming, tx: mpsc::Sender<Result<F
         let n = {
             let mut s = sh.state.lock().unwrap();
             s.steps += 1;
-            s.steps
+            s.steps + sh.cfg.resume.as_ref().map(|r| r.steps_before).unwrap_or(0)
         };
         let step = ContinuationStep { n, action_digest: format!("blake3:{}", hasher.finalize().to_hex()), tools };
         if !sh.notify(Event::ContinuationStep(step)).await {
@@ -592,7 +594,7 @@ async fn translated(sh: &Shared, body: Value, main: Option<()>) -> Response<Body
         let n = {
             let mut s = sh.state.lock().unwrap();
             s.steps += 1;
-            s.steps
+            s.steps + sh.cfg.resume.as_ref().map(|r| r.steps_before).unwrap_or(0)
         };
         let step = ContinuationStep { n, action_digest: blake3_digest(&out), tools: anthropic_message_tools(&message) };
         if !sh.notify(Event::ContinuationStep(step)).await {

@@ -85,6 +85,26 @@ pub trait ContinuationAgent: Send {
     /// After exit: clean the native session of transport items, check it is the same
     /// session with its prefix unchanged, write the `continued` artifact.
     fn finish(&mut self) -> Result<Option<ContinuedSession>, AdapterError>;
+    /// Before a resumed attempt (after a crash): read the agent's own session, remove the
+    /// transport records earlier attempts left, and find its complete live turns and an
+    /// interrupted last turn. With `write`, the session is rewritten cleaned and cut after
+    /// the last complete turn (so the agent resumes there); without, nothing is changed.
+    fn resume(&mut self, _write: bool) -> Result<ResumeInfo, AdapterError> {
+        Err(AdapterError::Unsupported("this agent's continuation cannot be resumed after a crash".into()))
+    }
+}
+
+/// What a resumed attempt finds in the agent's session (see [`ContinuationAgent::resume`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ResumeInfo {
+    /// The live turns after the rebuilt prefix, up to the last complete one, as canonical
+    /// messages in the agent's protocol (the bridge's longer prefix is rebuilt prefix + this).
+    pub live: Vec<serde_json::Value>,
+    /// Complete live model turns (each one's tool calls all have results).
+    pub complete_turns: u64,
+    /// The interrupted turn after them, if any: its tool calls `(call_id, tool, input)`
+    /// (empty when it held only text, e.g. a final answer the run could not record).
+    pub interrupted: Option<Vec<(String, String, serde_json::Value)>>,
 }
 
 impl<T: ContinuationAgent + ?Sized> ContinuationAgent for Box<T> {
@@ -105,6 +125,9 @@ impl<T: ContinuationAgent + ?Sized> ContinuationAgent for Box<T> {
     }
     fn finish(&mut self) -> Result<Option<ContinuedSession>, AdapterError> {
         (**self).finish()
+    }
+    fn resume(&mut self, write: bool) -> Result<ResumeInfo, AdapterError> {
+        (**self).resume(write)
     }
 }
 
@@ -222,6 +245,19 @@ where
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
+    // If pvisor dies (crash, SIGKILL) the agent must not live on against a dead bridge and
+    // keep appending to its session while a resumed run reads it.
+    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+    let parent = std::process::id() as libc::pid_t;
+    unsafe {
+        command.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
+            if libc::getppid() != parent {
+                libc::_exit(1); // pvisor died before the signal was armed
+            }
+            Ok(())
+        });
+    }
     let mut child = command.spawn().map_err(|e| AdapterError::Continuation(format!("cannot start {}: {e}", cmd.program.display())))?;
     let pid = child.id();
     let mut stdin = child.stdin.take();

@@ -10,7 +10,7 @@ use journal_format::Event;
 use super::failure::RunError;
 use super::recorder::Recorder;
 use crate::adapter::{Adapter, ContinueRequest, RebuiltSession};
-use crate::bridge::{AgentProtocol, BridgeConfig, TransportRule, Upstream, UpstreamMode};
+use crate::bridge::{AgentProtocol, BridgeConfig, BridgeResume, TransportRule, Upstream, UpstreamMode};
 use crate::continuation::{run_continuation, ContinuationSpec};
 use crate::request::{ModelProtocol, ReplayRequest};
 
@@ -49,25 +49,89 @@ fn default_command(agent: &str) -> &'static str {
     }
 }
 
-pub fn run(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, rebuilt: &RebuiltSession) -> Result<(), RunError> {
-    if !rec.state.continuations.is_empty() {
+/// The resumed attempt's view: the longer prefix, the step offset, the remaining budget.
+struct Resumed {
+    prefix: Vec<serde_json::Value>,
+    steps_before: u64,
+    budget: Option<u64>,
+}
+
+/// Before attempt 2, 3…: read the agent's own session (it holds the live turns of the earlier
+/// attempts), apply the in-doubt policy to an interrupted turn, cut it, and check that the
+/// longer prefix starts with the journaled rebuilt prefix.
+fn prepare_resume(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, rebuilt: &RebuiltSession, agent: &mut Box<dyn crate::continuation::ContinuationAgent>) -> Result<Resumed, RunError> {
+    let journaled = rec.state.steps.len() as u64;
+    let info = agent.resume(false)?;
+    let m = info.complete_turns;
+    if m > journaled {
         return Err(RunError::Continuation(format!(
-            "the continuation of this run was interrupted after {} live steps; resuming a live continuation is not supported yet (the replayed prefix and the reconstructed session in {} are intact)",
-            rec.state.steps.len(),
-            req.output_dir.join("native").display()
+            "the agent's session holds {m} complete live turns but the journal has {journaled} steps; the session no longer matches the run"
         )));
     }
+    // Steps m+1… were journaled (their replies may have reached the agent, the bridge releases
+    // tool calls only after the step is durable) but are not complete turns of the session:
+    // the agent may have run their tools and not stored the results yet (Claude writes its
+    // transcript lazily). Asking the model again re-runs them: the in-doubt policy decides.
+    let inputs: Vec<(String, String, serde_json::Value)> = info.interrupted.clone().unwrap_or_default();
+    for st in rec.state.steps[m as usize..].to_vec() {
+        if st.tools.is_empty() {
+            continue;
+        }
+        let read_only = st.tools.iter().all(|name| {
+            let input = inputs.iter().find(|(_, n, _)| n == name).map(|t| t.2.clone()).unwrap_or(serde_json::Value::Null);
+            let call = crate::adapter::ToolCall { call_id: String::new(), tool: name.clone(), input, original: None, locator: Default::default() };
+            adapter.classify(&call) == crate::adapter::ToolClass::ReadOnly
+        });
+        let decision = if read_only { "rerun_read_only" } else if req.accept_at_least_once { "rerun_accepted" } else { "stopped" };
+        let ids = if st.n == m + 1 { inputs.iter().map(|t| t.0.as_str()).collect::<Vec<_>>().join(",") } else { String::new() };
+        let already = decision == "stopped" && rec.state.live_in_doubt.last().is_some_and(|d| d.call == st.n && d.decision == "stopped");
+        if !already {
+            rec.record(Event::InDoubtResolved(InDoubtResolved { batch: 0, call: st.n, call_id: ids, tool: st.tools.join(","), decision: decision.into() }))?;
+        }
+        if decision == "stopped" {
+            return Err(RunError::AmbiguousExecution(rec.state.blocked.clone().unwrap_or_default()));
+        }
+    }
+    let info = agent.resume(true)?;
+    let mut prefix = rebuilt.prefix.clone();
+    prefix.extend(info.live.iter().cloned());
+    // The longer prefix must start with the prefix the first bridge journaled.
+    if let Some(first) = &rec.state.bridge.started {
+        let n = first.prefix_items as usize;
+        let canon: Vec<serde_json::Value> = prefix.iter().map(crate::bridge::canonical::canonical_anthropic_message).collect();
+        let d = (n <= canon.len()).then(|| crate::bridge::canonical::prefix_digest(&canon[..n]));
+        if d.as_deref() != Some(first.prefix_digest.as_str()) {
+            return Err(RunError::Continuation(format!("the agent's session no longer starts with the journaled prefix ({} messages, {})", first.prefix_items, first.prefix_digest)));
+        }
+    }
+    let live_budget = rec.state.boundary.as_ref().and_then(|b| b.live_budget);
+    Ok(Resumed { prefix, steps_before: m, budget: live_budget.map(|b| b.saturating_sub(m)) })
+}
+
+pub fn run(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, rebuilt: &RebuiltSession) -> Result<(), RunError> {
     if req.boundary_user_prompt.is_none() && rec.state.request.as_ref().and_then(|r| r.boundary_prompt.as_ref()).is_some() {
         return Err(RunError::Configuration("this run has a boundary prompt that is not injected yet: pass the same --boundary-user-prompt again (it is never stored)".into()));
     }
     let entry = entrypoint(req, default_command(&req.agent))?;
     let version = probe_version(req, &entry)?;
-    let budget = rec.state.boundary.as_ref().and_then(|b| b.live_budget);
+    let attempt = rec.state.continuations.len() as u64 + 1;
     let continued_artifact = req.output_dir.join("native").join(format!("continued-session.{}", req.trajectory.extension().and_then(|e| e.to_str()).unwrap_or("jsonl")));
     let mut agent = adapter.continuation(&ContinueRequest { entrypoint: &entry, rebuilt, workspace: &req.workspace, state_dir: &req.state_dir, continued_artifact: &continued_artifact, model: req.model.model.clone() })?;
+    let resumed = if attempt > 1 { Some(prepare_resume(rec, adapter, req, rebuilt, &mut agent)?) } else { None };
+    let budget = match &resumed {
+        Some(r) => r.budget,
+        None => rec.state.boundary.as_ref().and_then(|b| b.live_budget),
+    };
+    if budget == Some(0) {
+        // The budget was used up before the crash and every step's tools have results: the
+        // agent would only have stopped at its turn limit.
+        rec.record(Event::AgentExited(AgentExited { status: AgentStatus::MaxSteps, code: None, signal: None, message: Some("live step budget used before the run was interrupted; the agent was not started again".into()) }))?;
+        return write_continued(rec, adapter, req, rebuilt);
+    }
     std::fs::create_dir_all(req.state_dir.join("logs")).map_err(|e| RunError::Internal(format!("{}: {e}", req.state_dir.join("logs").display())))?;
     let mut spec = ContinuationSpec::new(budget);
     spec.agent_version = Some(version);
+    spec.attempt = attempt;
     spec.log_dir = Some(req.state_dir.join("logs"));
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| RunError::Internal(format!("tokio runtime: {e}")))?;
     let outcome = rt.block_on(async {
@@ -95,13 +159,14 @@ pub fn run(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, rebui
         let cfg = BridgeConfig {
             protocol: AgentProtocol::AnthropicMessages,
             transport: TransportRule::None,
-            prefix: rebuilt.prefix.clone(),
+            prefix: resumed.as_ref().map(|r| r.prefix.clone()).unwrap_or_else(|| rebuilt.prefix.clone()),
             boundary_prompt: req.boundary_user_prompt.clone(),
             disable_thinking: req.disable_thinking,
             max_steps: budget,
             upstream,
             key: None,
             port: 0,
+            resume: resumed.as_ref().map(|r| BridgeResume { boundary_at: rebuilt.prefix.len(), prompt_injected_before: rec.state.bridge.injections > 0, steps_before: r.steps_before }),
         };
         run_continuation(&mut agent, &spec, cfg, |ev: Event| rec.record(ev).map(|_| ()).map_err(|e| e.to_string())).await.map_err(RunError::from)
     })?;
@@ -109,6 +174,17 @@ pub fn run(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, rebui
         return Err(RunError::Continuation(outcome.message.unwrap_or_else(|| format!("the agent failed (exit code {:?}, signal {:?})", outcome.exit_code, outcome.signal))));
     }
     let c = outcome.continued.ok_or_else(|| RunError::Continuation("the agent finished but its continued session is missing".into()))?;
+    rec.record(Event::SessionWritten(SessionWritten { role: SessionRole::Continued, path: c.artifact_path.display().to_string(), digest: c.digest, records: c.records }))?;
+    Ok(())
+}
+
+/// After `agent_exited` without the continued session recorded (a crash in between): clean
+/// the agent's session (idempotent) and record it.
+pub fn write_continued(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, rebuilt: &RebuiltSession) -> Result<(), RunError> {
+    let entry = entrypoint(req, default_command(&req.agent))?;
+    let continued_artifact = req.output_dir.join("native").join(format!("continued-session.{}", req.trajectory.extension().and_then(|e| e.to_str()).unwrap_or("jsonl")));
+    let mut agent = adapter.continuation(&ContinueRequest { entrypoint: &entry, rebuilt, workspace: &req.workspace, state_dir: &req.state_dir, continued_artifact: &continued_artifact, model: req.model.model.clone() })?;
+    let c = agent.finish()?.ok_or_else(|| RunError::Continuation("the agent's continued session is missing".into()))?;
     rec.record(Event::SessionWritten(SessionWritten { role: SessionRole::Continued, path: c.artifact_path.display().to_string(), digest: c.digest, records: c.records }))?;
     Ok(())
 }

@@ -85,6 +85,17 @@ pub fn run_with(start: Start, lookup: impl Fn(&str) -> Result<Box<dyn Adapter>, 
     };
     let mut rec = Recorder::new(journal, state, BlobStore::new(&req.state_dir));
     if !events.is_empty() && !rec.state.phase.is_terminal() {
+        // Nothing is re-executed on a workspace that no longer holds what the completed
+        // batches left: refused (not journaled, so the run stays resumable once restored).
+        if let Err(paths) = perform::check_workspace(&rec.state, &rec.blobs, &req.workspace) {
+            let e = RunError::Workspace(format!(
+                "the workspace {} differs from what the journal says the completed batches left ({} path(s)): {}",
+                req.workspace.display(),
+                paths.len(),
+                paths.join("; ")
+            ));
+            return early(&e, Some(&req));
+        }
         let from = rec.state.last_seq;
         if let Err(e) = rec.record(Event::Resumed(Resumed { from_seq: from, pvisor_version: env!("CARGO_PKG_VERSION").into() })) {
             return finish_failed(&mut rec, Some(adapter.as_ref()), &req, e);
@@ -199,10 +210,7 @@ fn drive(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, progres
                 perform::run_call(rec, adapter, req, p, k, i)?
             }
             Step::Compare(k, i) => perform::compare(rec, adapter, plan.as_ref().unwrap(), k, i)?,
-            Step::FinishBatch(k) => {
-                let d = perform::workspace_digest(rec, &req.workspace);
-                rec.record(Event::BatchFinished(BatchFinished { batch: k, workspace_digest: d }))?;
-            }
+            Step::FinishBatch(k) => perform::finish_batch(rec, req, k)?,
             Step::Rebuild => {
                 let obs = perform::fresh_observations(rec)?;
                 rebuilt = Some(perform::write_session(rec, adapter, req, plan.as_ref().unwrap(), &obs, SessionRole::Reconstructed)?);
@@ -215,7 +223,11 @@ fn drive(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, progres
                 continue_step::run(rec, adapter, req, &session)?;
             }
             Step::WriteContinued => {
-                return Err(RunError::Continuation("the agent exited but its continued session was not recorded (the run was interrupted right after the agent ended)".into()));
+                let session = match rebuilt.take() {
+                    Some(s) => s,
+                    None => perform::rebuild_again(rec, adapter, req, plan.as_ref().unwrap())?,
+                };
+                continue_step::write_continued(rec, adapter, req, &session)?;
             }
             Step::Finish => {
                 let digest = final_result_digest(&rec.state);

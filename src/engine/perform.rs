@@ -193,7 +193,11 @@ pub fn completed_calls(rec: &Recorder, plan: &Plan) -> Result<Vec<(crate::adapte
 pub fn rebuild_again(rec: &Recorder, adapter: &dyn Adapter, req: &ReplayRequest, plan: &Plan) -> Result<crate::adapter::RebuiltSession, RunError> {
     let obs = fresh_observations(rec)?;
     let artifact = native_dir(req).join(format!("reconstructed-session.{}", req.trajectory.extension().and_then(|e| e.to_str()).unwrap_or("jsonl")));
-    let rebuilt = adapter.rebuild(&RebuildRequest { source: &req.trajectory, plan, after_step: req.after_step as usize, observations: &obs, workspace: &req.workspace, state_dir: &req.state_dir, artifact_path: &artifact })?;
+    // Once the agent was started it owns its native session (it appended live turns): only
+    // recompute it then, never write it again.
+    let started = !rec.state.continuations.is_empty();
+    let rebuild = |r: &RebuildRequest| if started { adapter.rebuild_for_resume(r) } else { adapter.rebuild(r) };
+    let rebuilt = rebuild(&RebuildRequest { source: &req.trajectory, plan, after_step: req.after_step as usize, observations: &obs, workspace: &req.workspace, state_dir: &req.state_dir, artifact_path: &artifact })?;
     if let Some(w) = rec.state.sessions.get("reconstructed") {
         if w.digest != rebuilt.digest {
             return Err(RunError::Internal(format!("the reconstructed session rebuilt on resume ({}) differs from the journaled one ({})", rebuilt.digest, w.digest)));
@@ -255,16 +259,93 @@ pub fn compare(rec: &mut Recorder, adapter: &dyn Adapter, plan: &Plan, k: u64, i
 
 /// Digest of every path the finished calls touched: `path NUL content-digest` lines, sorted.
 pub fn workspace_digest(rec: &Recorder, workspace: &std::path::Path) -> String {
-    let mut paths: Vec<String> = rec.state.calls.values().filter_map(|c| c.finished.as_ref()).flat_map(|f| f.touched.iter().cloned()).collect();
+    workspace_listing(rec.state.calls.values().filter_map(|c| c.finished.as_ref()).flat_map(|f| f.touched.iter().cloned()), workspace).0
+}
+
+/// The listing behind [`workspace_digest`] (`path NUL blake3-hex-or-"-" LF`, sorted) and its
+/// digest: the digest is `blake3:` + the blob name of the listing, so storing the listing in
+/// the blob store makes every `batch_finished.workspace_digest` resolvable path by path.
+pub fn workspace_listing(paths: impl Iterator<Item = String>, workspace: &std::path::Path) -> (String, Vec<u8>) {
+    let mut paths: Vec<String> = paths.collect();
     paths.sort();
     paths.dedup();
-    let mut h = blake3::Hasher::new();
+    let mut listing = Vec::new();
     for p in paths {
         let content = std::fs::read(workspace.join(&p)).map(|b| blake3::hash(&b).to_hex().to_string()).unwrap_or_else(|_| "-".into());
-        h.update(p.as_bytes());
-        h.update(b"\0");
-        h.update(content.as_bytes());
-        h.update(b"\n");
+        listing.extend_from_slice(p.as_bytes());
+        listing.push(0);
+        listing.extend_from_slice(content.as_bytes());
+        listing.push(b'\n');
     }
-    format!("blake3:{}", h.finalize().to_hex())
+    (format!("blake3:{}", blake3::hash(&listing).to_hex()), listing)
+}
+
+/// `batch_finished` for batch k, its per-path listing stored as a blob first.
+pub fn finish_batch(rec: &mut Recorder, req: &ReplayRequest, k: u64) -> Result<(), RunError> {
+    let paths = rec.state.calls.values().filter_map(|c| c.finished.as_ref()).flat_map(|f| f.touched.iter().cloned()).collect::<Vec<_>>();
+    let (d, listing) = workspace_listing(paths.into_iter(), &req.workspace);
+    rec.blob(&listing)?;
+    rec.record(Event::BatchFinished(BatchFinished { batch: k, workspace_digest: d }))?;
+    Ok(())
+}
+
+fn parse_listing(b: &[u8]) -> BTreeMap<String, String> {
+    String::from_utf8_lossy(b).lines().filter_map(|l| l.split_once('\0')).map(|(p, d)| (p.to_string(), d.to_string())).collect()
+}
+
+/// Before a resumed run re-executes anything: the paths the completed batches touched must
+/// still hold what the journal says the last finished batch left (paths changed by calls that
+/// completed after it are excluded; with a call in doubt the check waits for its decision).
+/// Returns the differing paths, each `path (journaled X, now Y)`.
+pub fn check_workspace(state: &crate::fold::ReplayState, blobs: &crate::journal::BlobStore, workspace: &std::path::Path) -> Result<(), Vec<String>> {
+    use crate::fold::Phase;
+    let k = match state.phase {
+        Phase::Replaying(k) => k - 1,
+        Phase::BatchDone(k) => k,
+        Phase::Replayed => state.batch_digests.keys().last().copied().unwrap_or(0),
+        _ => return Ok(()),
+    };
+    let Some(want) = state.batch_digests.get(&k) else { return Ok(()) };
+    if state.in_doubt().is_some() {
+        return Ok(());
+    }
+    let touched = |pred: &dyn Fn(u64) -> bool| -> Vec<String> {
+        state.calls.values().filter(|c| pred(c.batch)).filter_map(|c| c.finished.as_ref()).flat_map(|f| f.touched.iter().cloned()).collect()
+    };
+    // A completed later call that changes the workspace without naming what it touched (a
+    // shell command) makes every path a legitimate change: nothing can be attributed then.
+    if state.calls.values().any(|c| c.batch > k && c.finished.as_ref().is_some_and(|f| f.touched.is_empty()) && c.class != "read_only") {
+        return Ok(());
+    }
+    let done = touched(&|b| b <= k);
+    let later: std::collections::BTreeSet<String> = touched(&|b| b > k).into_iter().collect();
+    let (now, listing) = workspace_listing(done.into_iter(), workspace);
+    if &now == want {
+        return Ok(());
+    }
+    let now_map = parse_listing(&listing);
+    let Ok(journaled) = blobs.get_verified(want.trim_start_matches("blake3:")) else {
+        // A journal without listings: only the whole digest is known.
+        return if later.is_empty() { Err(now_map.keys().map(|p| format!("{p} (one of these differs)")).collect()) } else { Ok(()) };
+    };
+    let then = parse_listing(&journaled);
+    let diffs: Vec<String> = then
+        .iter()
+        .filter(|(p, _)| !later.contains(*p))
+        .filter(|(p, d)| now_map.get(*p) != Some(*d))
+        .map(|(p, d)| format!("{p} (journaled {}, now {})", short(d), now_map.get(p).map(|x| short(x)).unwrap_or("-")))
+        .collect();
+    if diffs.is_empty() {
+        Ok(())
+    } else {
+        Err(diffs)
+    }
+}
+
+fn short(d: &str) -> &str {
+    if d == "-" {
+        "missing"
+    } else {
+        &d[..d.len().min(12)]
+    }
 }

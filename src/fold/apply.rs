@@ -161,11 +161,32 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
             s.phase = Phase::Finished;
         }
         (Phase::Replayed, Event::BridgeStarted(b)) | (Phase::Continuing, Event::BridgeStarted(b)) if mode == Some(Mode::Continue) => {
-            s.bridge.started = Some(b.clone());
+            // A resumed continuation starts a second bridge on the longer prefix; the first
+            // start (whose prefix is the rebuilt prefix, O′N last) stays the reference.
+            if s.bridge.started.is_none() {
+                s.bridge.started = Some(b.clone());
+            } else {
+                s.bridge.restarts.push(b.clone());
+            }
         }
         (Phase::Replayed, Event::ContinuationStarted(c)) | (Phase::Continuing, Event::ContinuationStarted(c)) if mode == Some(Mode::Continue) => {
+            let expect = s.continuations.len() as u64 + 1;
+            if c.attempt != expect {
+                return Err(err(s, format!("continuation attempt {} where {expect} was expected", c.attempt)));
+            }
             s.continuations.push(c.clone());
+            s.steps_this_attempt = 0;
+            s.blocked = None;
             s.phase = Phase::Continuing;
+        }
+        (Phase::Continuing, Event::InDoubtResolved(d)) if d.batch == 0 => {
+            // A live step whose tool calls were in flight when the run crashed (batch 0 =
+            // the continuation; `call` = the step number).
+            if d.call == 0 || d.call > s.steps.len() as u64 {
+                return Err(err(s, format!("in-doubt live step {} but the journal has {} steps", d.call, s.steps.len())));
+            }
+            s.live_in_doubt.push(d.clone());
+            s.blocked = (d.decision == "stopped").then(|| format!("live step {} ({}: {}) was interrupted while its tool calls ran; they change the workspace, so asking the model again could apply them twice", d.call, d.tool, d.call_id));
         }
         (Phase::Continuing, Event::BridgeRequestValidated(v)) => {
             if v.side {
@@ -190,10 +211,23 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
         }
         (Phase::Continuing, Event::ContinuationStep(st)) => {
             let expect = s.steps.len() as u64 + 1;
-            if st.n != expect {
+            let resumed_first = s.continuations.len() > 1 && s.steps_this_attempt == 0;
+            if resumed_first && st.n >= 1 && st.n < expect {
+                // The first step of a resumed attempt may go back: the replies of steps n… were
+                // journaled, but the agent's session did not hold them as complete turns when
+                // the run crashed (the agent had not stored them yet, or their tool calls were
+                // cut as in doubt), so the model was asked again from step n. The steps of the
+                // agent's actual conversation are the ones that count; the superseded ones
+                // stay journaled and are listed here.
+                let old = s.steps.split_off(st.n as usize - 1);
+                s.superseded_steps.extend(old);
+                s.steps.push(st.clone());
+            } else if st.n != expect {
                 return Err(err(s, format!("continuation step {} where {expect} was expected", st.n)));
+            } else {
+                s.steps.push(st.clone());
             }
-            s.steps.push(st.clone());
+            s.steps_this_attempt += 1;
         }
         (Phase::Continuing, Event::AgentExited(a)) => {
             s.agent_exit = Some(a.clone());

@@ -69,7 +69,10 @@ impl CallState {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct BridgeState {
+    /// The first bridge start (its prefix is the rebuilt prefix).
     pub started: Option<BridgeStarted>,
+    /// Bridges of resumed continuation attempts (longer prefixes).
+    pub restarts: Vec<BridgeStarted>,
     pub validated: u64,
     pub rejected: u64,
     pub side_requests: u64,
@@ -102,6 +105,12 @@ pub struct ReplayState {
     pub bridge: BridgeState,
     pub continuations: Vec<ContinuationStarted>,
     pub steps: Vec<ContinuationStep>,
+    /// Steps recorded since the last `continuation_started`.
+    pub steps_this_attempt: u64,
+    /// Steps a resumed attempt asked again (see the fold), in journal order.
+    pub superseded_steps: Vec<ContinuationStep>,
+    /// In-doubt decisions about interrupted live steps.
+    pub live_in_doubt: Vec<InDoubtResolved>,
     pub agent_exit: Option<AgentExited>,
     pub failure: Option<RunFailed>,
     pub finished: Option<RunFinished>,
@@ -128,6 +137,9 @@ impl Default for ReplayState {
             bridge: BridgeState::default(),
             continuations: Vec::new(),
             steps: Vec::new(),
+            steps_this_attempt: 0,
+            superseded_steps: Vec::new(),
+            live_in_doubt: Vec::new(),
             agent_exit: None,
             failure: None,
             finished: None,

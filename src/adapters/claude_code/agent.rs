@@ -81,6 +81,10 @@ impl Adapter for ClaudeCode {
         rebuild::rebuild(req)
     }
 
+    fn rebuild_for_resume(&self, req: &RebuildRequest) -> Result<RebuiltSession, AdapterError> {
+        rebuild::rebuild_artifact_only(req)
+    }
+
     fn begin_replay(&self, _plan: &Plan, ctx: &ExecContext, completed: &[(ToolCall, Observation)]) -> Result<(), AdapterError> {
         let config = {
             let guard = self.session.lock().unwrap_or_else(|e| e.into_inner());

@@ -96,8 +96,10 @@ impl ClaudeContinuation {
         state_dir: &Path,
         continued_artifact: &Path,
     ) -> Result<Self, AdapterError> {
-        let rebuilt =
-            std::fs::read(&session.native_path).map_err(|source| AdapterError::Io { path: session.native_path.clone(), source })?;
+        // The artifact copy holds the same bytes as the native file right after rebuild; a
+        // resumed run reads it because the native file has grown with the live turns since.
+        let from = if session.artifact_path.is_file() { &session.artifact_path } else { &session.native_path };
+        let rebuilt = std::fs::read(from).map_err(|source| AdapterError::Io { path: from.clone(), source })?;
         Ok(ClaudeContinuation {
             entrypoint: entrypoint.to_path_buf(),
             workspace: workspace.to_path_buf(),
@@ -245,6 +247,16 @@ impl ContinuationAgent for ClaudeContinuation {
         }
     }
 
+    fn resume(&mut self, write: bool) -> Result<crate::continuation::ResumeInfo, AdapterError> {
+        let bytes = std::fs::read(&self.native_path).map_err(|source| AdapterError::Io { path: self.native_path.clone(), source })?;
+        let cleaned = clean_continued(&bytes, &self.rebuilt, &self.session_id, self.resume_text.text())?;
+        let (info, text) = resume_cut(&cleaned.text, self.rebuilt.len())?;
+        if write {
+            write_file(&self.native_path, text.as_bytes())?;
+        }
+        Ok(info)
+    }
+
     fn finish(&mut self) -> Result<Option<ContinuedSession>, AdapterError> {
         let bytes = std::fs::read(&self.native_path).map_err(|source| AdapterError::Io { path: self.native_path.clone(), source })?;
         let cleaned = clean_continued(&bytes, &self.rebuilt, &self.session_id, self.resume_text.text())?;
@@ -262,6 +274,109 @@ impl ContinuationAgent for ClaudeContinuation {
             removed: cleaned.removed,
         }))
     }
+}
+
+/// `PVISOR-RESUME-<24 hex>`: a resume nonce of this or an earlier attempt.
+fn is_nonce(s: &str) -> bool {
+    s.strip_prefix("PVISOR-RESUME-").is_some_and(|h| h.len() == 24 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+fn contains_nonce(s: &str) -> bool {
+    s.match_indices("PVISOR-RESUME-").any(|(i, _)| s.get(i..i + 38).is_some_and(is_nonce))
+}
+
+/// Cut a cleaned session (rebuilt prefix of `prefix_len` bytes + live records) after its last
+/// complete live turn: the last user record whose tool results answer every tool call issued
+/// so far. What follows (an assistant reply whose tools have no results yet, a final text
+/// reply, bookkeeping records) is the interrupted turn. Returns the live messages up to the
+/// cut (canonical, rendered like the rebuilt prefix) and the cut session text.
+pub fn resume_cut(text: &str, prefix_len: usize) -> Result<(crate::continuation::ResumeInfo, String), AdapterError> {
+    let bad = |m: String| AdapterError::Continuation(format!("resuming the continued session: {m}"));
+    let prefix = text.get(..prefix_len).ok_or_else(|| bad("shorter than the rebuilt prefix".into()))?;
+    let mut recs: Vec<(&str, Value)> = Vec::new();
+    for (i, line) in text[prefix_len..].split('\n').enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        recs.push((line, serde_json::from_str(line).map_err(|e| bad(format!("appended line {}: {e}", i + 1)))?));
+    }
+    let ty = |v: &Value| v.get("type").and_then(Value::as_str).unwrap_or("").to_string();
+    let blocks = |v: &Value| v.pointer("/message/content").and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut pending: HashSet<String> = HashSet::new();
+    let (mut safe_end, mut safe_turns, mut turns) = (0usize, 0u64, 0u64);
+    let mut in_assistant: Option<Option<String>> = None;
+    for (i, (_, v)) in recs.iter().enumerate() {
+        match ty(v).as_str() {
+            "assistant" => {
+                let id = v.pointer("/message/id").and_then(Value::as_str).map(String::from);
+                if in_assistant.as_ref() != Some(&id) || id.is_none() {
+                    turns += 1;
+                    in_assistant = Some(id);
+                }
+                for b in blocks(v) {
+                    if b.get("type").and_then(Value::as_str) == Some("tool_use") {
+                        pending.insert(b.get("id").and_then(Value::as_str).unwrap_or("").to_string());
+                    }
+                }
+            }
+            "user" => {
+                in_assistant = None;
+                let ids: Vec<String> = blocks(v)
+                    .iter()
+                    .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
+                    .filter_map(|b| b.get("tool_use_id").and_then(Value::as_str).map(String::from))
+                    .collect();
+                for id in &ids {
+                    pending.remove(id);
+                }
+                if !ids.is_empty() && pending.is_empty() {
+                    safe_end = i + 1;
+                    safe_turns = turns;
+                }
+            }
+            _ => {}
+        }
+    }
+    let kept = &recs[..safe_end];
+    let conversational: Vec<&Value> = kept.iter().map(|(_, v)| v).filter(|v| matches!(ty(v).as_str(), "user" | "assistant" | "attachment")).collect();
+    let mut blobs: HashMap<String, Value> = HashMap::new();
+    for line in text.lines() {
+        if let Ok(v) = serde_json::from_str::<Value>(line) {
+            if ty(&v) == "api-request-blob" {
+                if let Some(m) = v.get("message") {
+                    let full = crate::bridge::canonical::canonical_anthropic_message(m);
+                    blobs.insert(super::rebuild::role_content_key(&full), full);
+                }
+            }
+        }
+    }
+    let live = super::rebuild::with_recorded_extras(super::rebuild::render_messages(&conversational), &blobs);
+    if live.first().and_then(|m| m.get("role")).and_then(Value::as_str).is_some_and(|r| r != "assistant") {
+        return Err(bad("the live part does not start with a model turn".into()));
+    }
+    let interrupted = (safe_end < recs.len()).then(|| {
+        recs[safe_end..]
+            .iter()
+            .filter(|(_, v)| ty(v) == "assistant")
+            .flat_map(|(_, v)| blocks(v))
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_use"))
+            .map(|b| {
+                (
+                    b.get("id").and_then(Value::as_str).unwrap_or("").to_string(),
+                    b.get("name").and_then(Value::as_str).unwrap_or("").to_string(),
+                    b.get("input").cloned().unwrap_or(Value::Null),
+                )
+            })
+            .collect::<Vec<_>>()
+    });
+    // Bookkeeping records alone (no model turn started) are not an interrupted turn.
+    let interrupted = interrupted.filter(|t| !t.is_empty() || recs[safe_end..].iter().any(|(_, v)| ty(v) == "assistant"));
+    let mut out = prefix.to_string();
+    for (raw, _) in kept {
+        out.push_str(raw);
+        out.push('\n');
+    }
+    Ok((crate::continuation::ResumeInfo { live, complete_turns: safe_turns, interrupted }, out))
 }
 
 /// The cleaned continued session.
@@ -299,8 +414,8 @@ pub fn clean_continued(bytes: &[u8], rebuilt: &[u8], session_id: &str, resume_te
         records.push((line.to_string(), v));
     }
     let is_resume_text = |v: &Value| match v.pointer("/message/content") {
-        Some(Value::String(s)) => s == resume_text,
-        Some(Value::Array(a)) => a.len() == 1 && a[0].get("text").and_then(Value::as_str) == Some(resume_text),
+        Some(Value::String(s)) => s == resume_text || is_nonce(s),
+        Some(Value::Array(a)) => a.len() == 1 && a[0].get("text").and_then(Value::as_str).is_some_and(|t| t == resume_text || is_nonce(t)),
         _ => false,
     };
     let mut removed_parent: HashMap<String, Option<String>> = HashMap::new();
@@ -311,7 +426,7 @@ pub fn clean_continued(bytes: &[u8], rebuilt: &[u8], session_id: &str, resume_te
         let drop = match ty {
             "queue-operation" => true,
             "user" => v.get("isMeta").and_then(Value::as_bool) == Some(true) && is_resume_text(v),
-            "last-prompt" => v.get("lastPrompt").and_then(Value::as_str) == Some(resume_text),
+            "last-prompt" => v.get("lastPrompt").and_then(Value::as_str).is_some_and(|t| t == resume_text || is_nonce(t)),
             _ => false,
         };
         if drop {
@@ -347,7 +462,7 @@ pub fn clean_continued(bytes: &[u8], rebuilt: &[u8], session_id: &str, resume_te
             }
             _ => raw.clone(),
         };
-        if line.contains(resume_text) && resume_text != CLAUDE_DEFAULT_RESUME_TEXT {
+        if (line.contains(resume_text) && resume_text != CLAUDE_DEFAULT_RESUME_TEXT) || contains_nonce(&line) {
             return Err(bad("the resume nonce survives in an appended record".into()));
         }
         if v.get("isMeta").and_then(Value::as_bool) == Some(true) && is_resume_text(v) {
@@ -406,6 +521,32 @@ mod tests {
                 json!({"type": "assistant", "uuid": "x", "parentUuid": "b", "sessionId": SID, "message": {"content": [{"type": "text", "text": "PVISOR-RESUME-9"}]}}),
             );
         assert!(clean_continued(f.as_bytes(), prefix.as_bytes(), SID, "PVISOR-RESUME-9").is_err());
+    }
+
+    #[test]
+    fn resume_cuts_after_the_last_complete_turn_and_drops_old_nonces() {
+        let prefix = line(json!({"type": "user", "uuid": "b", "parentUuid": null, "sessionId": SID, "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t0", "content": "x"}]}}));
+        let mut f = prefix.clone();
+        // attempt 1's transport record, with a nonce this process never saw
+        f += &line(json!({"type": "user", "isMeta": true, "uuid": "m", "parentUuid": "b", "sessionId": SID, "message": {"role": "user", "content": [{"type": "text", "text": "PVISOR-RESUME-0123456789abcdef01234567"}]}}));
+        f += &line(json!({"type": "assistant", "uuid": "a1", "parentUuid": "m", "sessionId": SID, "message": {"id": "msg1", "role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "echo 1"}}]}}));
+        f += &line(json!({"type": "user", "uuid": "u1", "parentUuid": "a1", "sessionId": SID, "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "1"}]}}));
+        // interrupted: text stored, tool call stored, no result
+        f += &line(json!({"type": "assistant", "uuid": "a2", "parentUuid": "u1", "sessionId": SID, "message": {"id": "msg2", "role": "assistant", "content": [{"type": "text", "text": "two"}]}}));
+        f += &line(json!({"type": "assistant", "uuid": "a3", "parentUuid": "a2", "sessionId": SID, "message": {"id": "msg2", "role": "assistant", "content": [{"type": "tool_use", "id": "t2", "name": "Bash", "input": {"command": "echo 2"}}]}}));
+        let c = clean_continued(f.as_bytes(), prefix.as_bytes(), SID, "PVISOR-RESUME-ffffffffffffffffffffffff").unwrap();
+        assert_eq!(c.removed, ["user"]);
+        let (info, text) = resume_cut(&c.text, prefix.len()).unwrap();
+        assert_eq!(info.complete_turns, 1);
+        assert_eq!(info.interrupted.as_ref().unwrap()[0].0, "t2");
+        assert_eq!(info.live.len(), 2, "{:?}", info.live);
+        assert_eq!(info.live[0]["role"], "assistant");
+        assert!(!text.contains("PVISOR-RESUME") && !text.contains("\"a2\"") && text.contains("\"u1\""));
+        let recs: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(recs[1]["parentUuid"], "b", "re-parented past the removed nonce record");
+        // nothing after the last complete turn: no interrupted turn
+        let (info, _) = resume_cut(&text, prefix.len()).unwrap();
+        assert!(info.interrupted.is_none());
     }
 
     fn cont_with_result(result: Option<Value>) -> ClaudeContinuation {

@@ -474,7 +474,7 @@ fn recorded_blobs(lines: &[Line]) -> HashMap<String, Value> {
     out
 }
 
-fn role_content_key(m: &Value) -> String {
+pub(crate) fn role_content_key(m: &Value) -> String {
     crate::bridge::canonical::to_canonical_string(&json!({"role": m.get("role"), "content": m.get("content")}))
 }
 
@@ -482,7 +482,7 @@ fn role_content_key(m: &Value) -> String {
 /// carries `output_config: {effort}`) that the transcript does not hold; the session's
 /// `api-request-blob` records do. A rendered message whose role and content equal a recorded
 /// blob's takes the blob's exact form.
-fn with_recorded_extras(messages: Vec<Value>, blobs: &HashMap<String, Value>) -> Vec<Value> {
+pub(crate) fn with_recorded_extras(messages: Vec<Value>, blobs: &HashMap<String, Value>) -> Vec<Value> {
     messages
         .into_iter()
         .map(|m| match blobs.get(&role_content_key(&m)) {
@@ -706,6 +706,27 @@ pub fn rebuild(req: &RebuildRequest) -> Result<RebuiltSession, AdapterError> {
         .or_else(|| rebuilt.kept_records.iter().find_map(|r| r.get("cwd").and_then(Value::as_str).map(PathBuf::from)));
     let refs: Vec<&Value> = rebuilt.kept_records.iter().collect();
     set_read_state_mtimes(&refs, original_cwd.as_deref(), &cwd);
+    Ok(RebuiltSession {
+        native_path,
+        artifact_path: req.artifact_path.to_path_buf(),
+        digest: crate::bridge::canonical::blake3_digest(rebuilt.text.as_bytes()),
+        records: rebuilt.records,
+        session_id: rebuilt.session_id,
+        prefix: rebuilt.prefix,
+    })
+}
+
+/// [`rebuild`] without touching the native session file or the workspace: computes the same
+/// session and writes only the artifact copy (for a run resumed during its continuation).
+pub fn rebuild_artifact_only(req: &RebuildRequest) -> Result<RebuiltSession, AdapterError> {
+    let rebuilt = rebuild_lines(req.source, req.plan, req.after_step, req.observations)?;
+    let home = ClaudeHome::new(req.state_dir);
+    let cwd = std::fs::canonicalize(req.workspace).map_err(|e| io_err(req.workspace, e))?;
+    let native_path = home.session_path(&cwd, &rebuilt.session_id)?;
+    if let Some(parent) = req.artifact_path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| io_err(parent, e))?;
+    }
+    write_file(req.artifact_path, rebuilt.text.as_bytes())?;
     Ok(RebuiltSession {
         native_path,
         artifact_path: req.artifact_path.to_path_buf(),
