@@ -16,7 +16,7 @@ pub struct Capability {
 
 pub const TABLE: &[Capability] = &[
     Capability { agent: "claude-code", pinned: "2.1.332", accepted: &["2.1.332"], package: "npm:@anthropic-ai/claude-code", can_replay: true, can_continue: true },
-    Capability { agent: "codex", pinned: "0.149.0", accepted: &["0.149.0"], package: "npm:@openai/codex", can_replay: false, can_continue: false },
+    Capability { agent: "codex", pinned: "0.149.0", accepted: &["0.149.0"], package: "npm:@openai/codex", can_replay: true, can_continue: false },
     Capability { agent: "opencode", pinned: "1.17.11", accepted: &["1.17."], package: "npm:opencode-ai", can_replay: false, can_continue: false },
     Capability { agent: "pi", pinned: "0.83.0", accepted: &["0.83.0"], package: "npm:@earendil-works/pi-coding-agent", can_replay: false, can_continue: false },
     Capability { agent: "mini-swe-agent", pinned: "2.4.6", accepted: &["2.4.", "1.17."], package: "pypi:mini-swe-agent", can_replay: false, can_continue: false },
