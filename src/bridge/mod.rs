@@ -45,12 +45,15 @@ use tokio::task::JoinHandle;
 pub enum AgentProtocol {
     /// Anthropic Messages (`POST /v1/messages`): Claude Code, pi.
     AnthropicMessages,
+    /// OpenAI Responses (`POST /v1/responses`, the `input` item list): Codex CLI.
+    OpenAiResponses,
 }
 
 impl AgentProtocol {
     pub fn name(&self) -> &'static str {
         match self {
             AgentProtocol::AnthropicMessages => "anthropic",
+            AgentProtocol::OpenAiResponses => "openai-responses",
         }
     }
 }
@@ -221,7 +224,10 @@ pub async fn start(cfg: BridgeConfig) -> Result<(BridgeHandle, mpsc::UnboundedRe
     if !base.starts_with("http://") {
         return Err(BridgeError::Config(format!("upstream {base:?}: only http:// upstreams are supported (no TLS client is built in)")));
     }
-    if let TransportRule::ClaudeResumeText { text } | TransportRule::TrailingUserMessage { text } = &cfg.transport {
+    if cfg.protocol == AgentProtocol::OpenAiResponses && cfg.upstream.mode != UpstreamMode::Native {
+        return Err(BridgeError::Config("the OpenAI Responses protocol is only passed through natively".into()));
+    }
+    if let TransportRule::ClaudeResumeText { text } | TransportRule::TrailingUserMessage { text } | TransportRule::CodexResume { text } = &cfg.transport {
         if text.is_empty() {
             return Err(BridgeError::Config("empty transport text".into()));
         }
