@@ -1,7 +1,8 @@
 //! Acceptance: `pvisor replay --agent codex` from the command line on the genuine Codex CLI
 //! 0.149.0 rollout (`tests/fixtures/codex/genuine`), at every boundary, prepare-only and
-//! replay-only, in a fresh workspace at a fixed path (`/tmp/pvisor-rec-codex-genuine/work`,
-//! lock `/tmp/pvisor-rec-codex-genuine.lock`).
+//! replay-only and continued with the real codex, in a fresh workspace at the original path
+//! (`/tmp/realagent-codex.BU6ewi/work`, lock `/tmp/pvisor-rec-codex-genuine.lock`): Codex
+//! re-sends its `<environment_context>` when the cwd differs, and the bridge refuses that.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -9,7 +10,7 @@ use std::process::Command;
 use fs2::FileExt;
 use serde_json::Value;
 
-const WORK: &str = "/tmp/pvisor-rec-codex-genuine/work";
+const WORK: &str = "/tmp/realagent-codex.BU6ewi/work";
 
 fn lock() -> std::fs::File {
     let f = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open("/tmp/pvisor-rec-codex-genuine.lock").unwrap();
@@ -106,4 +107,81 @@ fn code_mode_is_refused_before_anything_runs() {
     assert_ne!(out.status.code(), Some(0), "{r}");
     assert!(r["failure"]["message"].as_str().unwrap_or("").contains("exec"), "{r}");
     assert!(files(Path::new(WORK)).is_empty(), "a refused replay ran something");
+}
+
+fn codex_entrypoint() -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new("bash").arg(root.join("scripts/install-agents.sh")).arg("codex").stdin(std::process::Stdio::null()).output().expect("run scripts/install-agents.sh");
+    assert!(out.status.success(), "installing the pinned Codex failed:\n{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).lines().last().unwrap().trim().to_string()
+}
+
+fn main_requests(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log).unwrap_or_default().lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|r| r["kind"] == "main").collect()
+}
+
+/// Mask the declared dynamic fields of a Responses request body: the fresh observations'
+/// chunk ids and wall times, and Codex's per-turn metadata (turn ids, installation id,
+/// turn start time).
+fn masked(body: &Value) -> Value {
+    let mut b = body.clone();
+    if let Some(items) = b["input"].as_array_mut() {
+        for it in items {
+            if let Some(o) = it.get("output").and_then(Value::as_str) {
+                it["output"] = Value::String(pvisor::adapters::codex::tools::mask_dynamic(o));
+            }
+        }
+    }
+    if let Some(o) = b.as_object_mut() {
+        o.remove("client_metadata");
+    }
+    b
+}
+
+#[test]
+fn every_boundary_continues_with_the_real_codex() {
+    let _l = lock();
+    let entry = codex_entrypoint();
+    let root = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex/five-step/script.json");
+    let plan = pvisor::adapters::codex::parse_file(&rollout()).unwrap().plan().clone();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex/genuine");
+    let mut originals = main_requests_all(&dir.join("requests-run1.jsonl"));
+    originals.extend(main_requests_all(&dir.join("requests-resume.jsonl")));
+    let script_v: Value = serde_json::from_slice(&std::fs::read(&script).unwrap()).unwrap();
+    let turns = script_v["turns"].as_array().unwrap();
+    for n in 1..=plan.max_boundary() {
+        reset();
+        let id = format!("c{n}");
+        let prefix = plan.batches[n - 1].model_turn;
+        let max = (prefix + 2).to_string();
+        let (code, r, err) = replay(root.path(), &id, n, &["--max-steps", &max, "--agent-entrypoint", &entry, "--model-script", &script.display().to_string()]);
+        let state = root.path().join("state").join(&id);
+        assert_eq!(code, 0, "N={n} continue: {err}\n{r}\n{}", std::fs::read_to_string(state.join("logs/agent-stderr.log")).unwrap_or_default());
+        assert_eq!(r["phase"], "continued");
+        assert_eq!(refold(&state), r, "N={n}: fold(journal) != printed result");
+        let got = main_requests(&state.join("logs/scripted-model.jsonl"));
+        assert!(!got.is_empty());
+        // The first upstream request is the original request that followed batch N.
+        let last_call = &plan.batches[n - 1].calls.last().unwrap().call_id;
+        let orig = originals
+            .iter()
+            .find(|q| q["body"]["input"].as_array().unwrap().iter().any(|i| i["type"].as_str().unwrap_or("").ends_with("_output") && i["call_id"] == last_call.as_str()))
+            .unwrap();
+        assert_eq!(masked(&got[0]["body"]), masked(&orig["body"]), "N={n}: first request differs from the original");
+        // Budget of 2 live steps.
+        let tool_turns = (0..2).take_while(|k| turns.get(prefix + k).map(|t| t["tool_calls"].as_array().map(|a| !a.is_empty()).unwrap_or(false)).unwrap_or(false)).count();
+        let expect = if tool_turns == 2 { "max_steps" } else { "completed" };
+        assert_eq!(r["agent_status"], expect, "N={n}: {r}");
+        // The continued rollout is clean of the transport nonce and is the same session.
+        let cont = std::fs::read_to_string(root.path().join("out").join(&id).join("native/continued-session.jsonl")).unwrap();
+        assert!(!cont.contains("pvisor-codex-resume-"), "N={n}");
+        let cp = pvisor::adapters::codex::parse_bytes(Path::new("c"), cont.as_bytes()).unwrap();
+        assert_eq!(cp.session_id, "01a229dc-f117-7e91-85a6-a705d046a8e2");
+        eprintln!("N={n}: continued ok ({expect})");
+    }
+}
+
+fn main_requests_all(log: &Path) -> Vec<Value> {
+    main_requests(log)
 }

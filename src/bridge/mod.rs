@@ -144,6 +144,9 @@ pub struct BridgeStats {
     pub failure: Option<String>,
     /// The boundary prompt was injected into at least one forwarded request.
     pub boundary_prompt_injected: bool,
+    /// The first (latching) refusal was a main request beyond the live step budget: the
+    /// budget stopped the agent (`agent_status = max_steps`), not a failure.
+    pub budget_refused: bool,
 }
 
 /// A running bridge.

@@ -33,6 +33,7 @@ struct State {
     upstream: u64,
     in_flight: bool,
     injected: bool,
+    budget_refused: bool,
 }
 
 pub(super) struct Shared {
@@ -65,6 +66,7 @@ impl Shared {
             upstream_requests: s.upstream,
             failure: s.failure.clone(),
             boundary_prompt_injected: s.injected,
+            budget_refused: s.budget_refused,
         }
     }
 
@@ -428,6 +430,11 @@ fn prepare(sh: &Shared, mut body: Value) -> Result<Prepared, (u64, String)> {
     let cfg = &sh.cfg;
     if let Some(max) = cfg.max_steps {
         if steps >= max {
+            let mut s = sh.state.lock().unwrap();
+            if s.failure.is_none() {
+                s.budget_refused = true;
+            }
+            drop(s);
             return Err((n, format!("the live step budget ({max}) is used up; the agent asked for another model reply")));
         }
     }
@@ -446,6 +453,13 @@ fn prepare(sh: &Shared, mut body: Value) -> Result<Prepared, (u64, String)> {
         {
             msgs.remove(plen);
             removed.push("codex:skills_instructions".to_string());
+        }
+        let env_update = msgs.get(plen).is_some_and(|m| {
+            m.get("role").and_then(Value::as_str) == Some("user")
+                && m.pointer("/content/0/text").and_then(Value::as_str).is_some_and(|t| t.starts_with("<environment_context>"))
+        });
+        if env_update {
+            return Err((n, "Codex re-sent its <environment_context> after the boundary (cwd, date, timezone or shell differ from the original run): the request would not end at O′N".into()));
         }
     }
     if let Some(r) = cfg.transport.locate(&msgs, plen) {

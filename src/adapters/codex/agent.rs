@@ -89,6 +89,15 @@ impl Adapter for Codex {
         Ok(())
     }
 
+    fn continuation(&self, req: &ContinueRequest) -> Result<Box<dyn crate::continuation::ContinuationAgent>, AdapterError> {
+        let mut c = super::continuation::CodexContinuation::new(req.entrypoint, req.rebuilt, req.workspace, req.state_dir, req.continued_artifact)?;
+        c.model = req.model.clone();
+        if let Ok(p) = std::env::var("PATH") {
+            c.path_env = p;
+        }
+        Ok(Box::new(c))
+    }
+
     fn next_actions(&self, source: &Path, after_step: usize, continued: Option<&Path>) -> (Option<Action>, Option<Action>) {
         let Ok(p) = parse::parse_file(source) else { return (None, None) };
         let Some(b) = p.plan().batches.get(after_step.wrapping_sub(1)) else { return (None, None) };

@@ -12,6 +12,7 @@
 //! See `docs/agents/codex.md`.
 
 pub mod agent;
+pub mod continuation;
 pub mod parse;
 pub mod patch;
 pub mod rebuild;
