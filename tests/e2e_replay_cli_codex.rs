@@ -185,3 +185,41 @@ fn every_boundary_continues_with_the_real_codex() {
 fn main_requests_all(log: &Path) -> Vec<Value> {
     main_requests(log)
 }
+
+#[test]
+fn a_boundary_prompt_is_injected_once_and_never_stored() {
+    let _l = lock();
+    reset();
+    let entry = codex_entrypoint();
+    let root = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex/five-step/script.json");
+    let prompt = "Before going on, say which files exist. (pvisor-secret-c0d3x)";
+    let (code, r, err) = replay(root.path(), "bp", 2, &["--max-steps", "5", "--agent-entrypoint", &entry, "--model-script", &script.display().to_string(), "--boundary-user-prompt", prompt]);
+    assert_eq!(code, 0, "{err}\n{r}");
+    assert_eq!(r["metadata"]["boundary_user_prompt"]["injected"], true);
+    assert_eq!(r["metadata"]["boundary_user_prompt"]["injection_count"], 1);
+    assert_eq!(r["metadata"]["input_condition"], "boundary_user_prompt_appended");
+    let state = root.path().join("state/bp");
+    let got = main_requests(&state.join("logs/scripted-model.jsonl"));
+    assert!(!got.is_empty());
+    for (i, q) in got.iter().enumerate() {
+        assert_eq!(q["body"]["input"].to_string().matches("pvisor-secret-c0d3x").count(), 1, "request {i} must carry the prompt exactly once");
+    }
+    let mut leaks = vec![];
+    for dir in [state.clone(), root.path().join("out/bp")] {
+        let mut stack = vec![dir.clone()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    if !p.ends_with("logs") {
+                        stack.push(p);
+                    }
+                } else if String::from_utf8_lossy(&std::fs::read(&p).unwrap()).contains("pvisor-secret-c0d3x") {
+                    leaks.push(p);
+                }
+            }
+        }
+    }
+    assert!(leaks.is_empty(), "boundary prompt plaintext found in {leaks:?}");
+}
