@@ -21,7 +21,6 @@ fn lock_cwd(name: &str) -> CwdLock {
 }
 
 struct Case {
-    name: String,
     rec: PathBuf,
     work: PathBuf,
     root: tempfile::TempDir,
@@ -33,7 +32,7 @@ fn case(name: &str) -> Case {
     let rec = claude::recorded_dir().join(name);
     let meta: Value = serde_json::from_slice(&std::fs::read(rec.join("meta.json")).unwrap()).unwrap();
     let work = PathBuf::from(meta["cwd"].as_str().unwrap());
-    Case { name: name.into(), rec, work, root: tempfile::tempdir().unwrap(), _lock: lock }
+    Case { rec, work, root: tempfile::tempdir().unwrap(), _lock: lock }
 }
 
 impl Case {

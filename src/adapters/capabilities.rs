@@ -16,7 +16,7 @@ pub struct Capability {
 
 pub const TABLE: &[Capability] = &[
     Capability { agent: "claude-code", pinned: "2.1.332", accepted: &["2.1.332"], package: "npm:@anthropic-ai/claude-code", can_replay: true, can_continue: true },
-    Capability { agent: "codex", pinned: "0.149.0", accepted: &["0.149.0"], package: "npm:@openai/codex", can_replay: false, can_continue: false },
+    Capability { agent: "codex", pinned: "0.149.0", accepted: &["0.149.0"], package: "npm:@openai/codex", can_replay: true, can_continue: true },
     Capability { agent: "opencode", pinned: "1.17.11", accepted: &["1.17."], package: "npm:opencode-ai", can_replay: false, can_continue: false },
     Capability { agent: "pi", pinned: "0.83.0", accepted: &["0.83.0"], package: "npm:@earendil-works/pi-coding-agent", can_replay: false, can_continue: false },
     Capability { agent: "mini-swe-agent", pinned: "2.4.6", accepted: &["2.4.", "1.17."], package: "pypi:mini-swe-agent", can_replay: false, can_continue: false },
@@ -30,7 +30,8 @@ pub fn lookup(agent: &str) -> Option<&'static Capability> {
 impl Capability {
     /// Whether a probed or recorded version is supported.
     pub fn accepts(&self, version: &str) -> bool {
-        let v = version.trim().split_whitespace().next().unwrap_or("");
+        // The first token that starts with a digit (`2.1.332 (Claude Code)`, `codex-cli 0.149.0`).
+        let v = version.split_whitespace().find(|t| t.starts_with(|c: char| c.is_ascii_digit())).unwrap_or("");
         self.accepted.iter().any(|p| if p.ends_with('.') { v.starts_with(p) } else { v == *p })
     }
 }
@@ -43,5 +44,7 @@ mod tests {
         assert!(c.accepts("2.1.332 (Claude Code)"));
         assert!(!c.accepts("2.1.220"));
         assert!(super::lookup("opencode").unwrap().accepts("1.17.11"));
+        assert!(super::lookup("codex").unwrap().accepts("codex-cli 0.149.0"));
+        assert!(!super::lookup("codex").unwrap().accepts("codex-cli 0.148.0"));
     }
 }

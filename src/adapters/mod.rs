@@ -3,6 +3,7 @@
 
 pub mod capabilities;
 pub mod claude_code;
+pub mod codex;
 
 use crate::adapter::Adapter;
 
@@ -19,6 +20,7 @@ pub enum UnsupportedAgent {
 pub fn by_name(name: &str) -> Result<Box<dyn Adapter>, UnsupportedAgent> {
     match name {
         "claude-code" => Ok(Box::new(claude_code::agent::ClaudeCode::default())),
+        "codex" => Ok(Box::new(codex::agent::Codex::default())),
         _ => match capabilities::lookup(name) {
             Some(c) => Err(UnsupportedAgent::NotYet { agent: c.agent.into(), what: "replay" }),
             None => Err(UnsupportedAgent::Unknown(name.into(), capabilities::TABLE.iter().map(|c| c.agent).collect::<Vec<_>>().join(", "))),

@@ -45,12 +45,15 @@ use tokio::task::JoinHandle;
 pub enum AgentProtocol {
     /// Anthropic Messages (`POST /v1/messages`): Claude Code, pi.
     AnthropicMessages,
+    /// OpenAI Responses (`POST /v1/responses`, the `input` item list): Codex CLI.
+    OpenAiResponses,
 }
 
 impl AgentProtocol {
     pub fn name(&self) -> &'static str {
         match self {
             AgentProtocol::AnthropicMessages => "anthropic",
+            AgentProtocol::OpenAiResponses => "openai-responses",
         }
     }
 }
@@ -158,6 +161,9 @@ pub struct BridgeStats {
     pub failure: Option<String>,
     /// The boundary prompt was injected into at least one forwarded request.
     pub boundary_prompt_injected: bool,
+    /// The first (latching) refusal was a main request beyond the live step budget: the
+    /// budget stopped the agent (`agent_status = max_steps`), not a failure.
+    pub budget_refused: bool,
 }
 
 /// A running bridge.
@@ -238,7 +244,10 @@ pub async fn start(cfg: BridgeConfig) -> Result<(BridgeHandle, mpsc::UnboundedRe
     if !base.starts_with("http://") && !base.starts_with("https://") {
         return Err(BridgeError::Config(format!("upstream {base:?}: the URL must start with http:// or https://")));
     }
-    if let TransportRule::ClaudeResumeText { text } | TransportRule::TrailingUserMessage { text } = &cfg.transport {
+    if cfg.protocol == AgentProtocol::OpenAiResponses && cfg.upstream.mode != UpstreamMode::Native {
+        return Err(BridgeError::Config("the OpenAI Responses protocol is only passed through natively".into()));
+    }
+    if let TransportRule::ClaudeResumeText { text } | TransportRule::TrailingUserMessage { text } | TransportRule::CodexResume { text } = &cfg.transport {
         if text.is_empty() {
             return Err(BridgeError::Config("empty transport text".into()));
         }

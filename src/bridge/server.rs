@@ -3,7 +3,7 @@
 use super::canonical::{blake3_digest, canonical_anthropic_message, message_digest, prefix_digest};
 use super::sse::{anthropic_message_tools, anthropic_tool_start, SseScanner};
 use super::transport::{apply_removal, text_block_remains, TransportRule, CLAUDE_DEFAULT_RESUME_TEXT};
-use super::{translate, BridgeConfig, BridgeNotice, BridgeStats, UpstreamMode};
+use super::{translate, AgentProtocol, BridgeConfig, BridgeNotice, BridgeStats, UpstreamMode};
 use bytes::Bytes;
 use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
@@ -32,6 +32,7 @@ struct State {
     upstream: u64,
     in_flight: bool,
     injected: bool,
+    budget_refused: bool,
 }
 
 pub(super) struct Shared {
@@ -46,7 +47,7 @@ pub(super) struct Shared {
 
 impl Shared {
     pub(super) fn new(cfg: BridgeConfig, key: String, notices: mpsc::UnboundedSender<BridgeNotice>) -> Shared {
-        let prefix: Vec<Value> = cfg.prefix.iter().map(canonical_anthropic_message).collect();
+        let prefix: Vec<Value> = cfg.prefix.iter().map(|m| canonical_for(cfg.protocol, m)).collect();
         let prefix_digests = prefix.iter().map(message_digest).collect();
         let pd = prefix_digest(&prefix);
         // http:// and https:// upstreams; TLS by rustls (ring) with the webpki root store.
@@ -71,6 +72,7 @@ impl Shared {
             upstream_requests: s.upstream,
             failure: s.failure.clone(),
             boundary_prompt_injected: s.injected,
+            budget_refused: s.budget_refused,
         }
     }
 
@@ -131,6 +133,42 @@ fn error_response(status: StatusCode, kind: &str, message: &str) -> Response<Bod
     *r.status_mut() = status;
     r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     r
+}
+
+/// The canonical form of one prefix item in the agent's protocol.
+fn canonical_for(protocol: AgentProtocol, m: &Value) -> Value {
+    match protocol {
+        AgentProtocol::AnthropicMessages => canonical_anthropic_message(m),
+        // Responses items are compared as sent; Codex's rollout-only key never is.
+        AgentProtocol::OpenAiResponses => {
+            let mut v = m.clone();
+            if let Some(o) = v.as_object_mut() {
+                o.remove("internal_chat_message_metadata_passthrough");
+            }
+            v
+        }
+    }
+}
+
+/// The key of the conversation list in a main request.
+fn list_key(protocol: AgentProtocol) -> &'static str {
+    match protocol {
+        AgentProtocol::AnthropicMessages => "messages",
+        AgentProtocol::OpenAiResponses => "input",
+    }
+}
+
+/// A tool call starting in a Responses SSE event.
+fn responses_tool_start(ev: &Value) -> Option<String> {
+    if ev.get("type").and_then(Value::as_str) != Some("response.output_item.added") {
+        return None;
+    }
+    let item = ev.get("item")?;
+    match item.get("type").and_then(Value::as_str)? {
+        "function_call" | "custom_tool_call" => item.get("name").and_then(Value::as_str).map(str::to_string),
+        "local_shell_call" => Some("local_shell".into()),
+        _ => None,
+    }
 }
 
 fn authorized(key: &str, h: &HeaderMap) -> bool {
@@ -216,7 +254,14 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     match (&method, name.as_str()) {
         (&Method::HEAD, _) | (&Method::GET, _) => side(sh, method, path, headers, body, digest).await,
         (&Method::POST, "/messages/count_tokens") => side(sh, method, path, headers, body, digest).await,
-        (&Method::POST, "/messages") => {
+        (&Method::POST, "/messages") | (&Method::POST, "/responses") => {
+            let want = match sh.cfg.protocol {
+                AgentProtocol::AnthropicMessages => "/messages",
+                AgentProtocol::OpenAiResponses => "/responses",
+            };
+            if name != want {
+                return refuse(&sh, StatusCode::NOT_FOUND, "not_found_error", format!("unexpected request {method} {path} for this agent's protocol"), main_so_far, digest, false).await;
+            }
             let parsed: Option<Value> = serde_json::from_slice(&body).ok().filter(Value::is_object);
             let Some(v) = parsed else {
                 return refuse(
@@ -231,7 +276,13 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
                 .await;
             };
             let has_tools = v.get("tools").and_then(Value::as_array).is_some_and(|a| !a.is_empty());
-            if has_tools {
+            // Codex code mode sends no `tools` key (tools travel as an input item): every
+            // Responses request with an `input` list is a main request.
+            let is_main = match sh.cfg.protocol {
+                AgentProtocol::AnthropicMessages => has_tools,
+                AgentProtocol::OpenAiResponses => v.get("input").and_then(Value::as_array).is_some(),
+            };
+            if is_main {
                 main(sh, path, headers, v, digest).await
             } else {
                 side(sh, method, path, headers, body, digest).await
@@ -363,15 +414,38 @@ fn prepare(sh: &Shared, mut body: Value) -> Result<Prepared, (u64, String)> {
     let cfg = &sh.cfg;
     if let Some(max) = cfg.max_steps {
         if steps >= max {
+            let mut s = sh.state.lock().unwrap();
+            if s.failure.is_none() {
+                s.budget_refused = true;
+            }
+            drop(s);
             return Err((n, format!("the live step budget ({max}) is used up; the agent asked for another model reply")));
         }
     }
-    let Some(msgs) = body.get("messages").and_then(Value::as_array) else {
-        return Err((n, "the request has no messages".into()));
+    let key = list_key(cfg.protocol);
+    let Some(msgs) = body.get(key).and_then(Value::as_array) else {
+        return Err((n, format!("the request has no `{key}` list")));
     };
     let plen = cfg.prefix.len();
     let mut msgs = msgs.clone();
     let mut removed = Vec::new();
+    if let TransportRule::CodexResume { text } = &cfg.transport {
+        // The skills developer item Codex inserts before the resume prompt when its home
+        // path changed: removed only when the prompt follows it.
+        if msgs.get(plen).is_some_and(super::transport::is_codex_skills_item)
+            && (TransportRule::TrailingUserMessage { text: text.clone() }).locate(&msgs, plen + 1).is_some()
+        {
+            msgs.remove(plen);
+            removed.push("codex:skills_instructions".to_string());
+        }
+        let env_update = msgs.get(plen).is_some_and(|m| {
+            m.get("role").and_then(Value::as_str) == Some("user")
+                && m.pointer("/content/0/text").and_then(Value::as_str).is_some_and(|t| t.starts_with("<environment_context>"))
+        });
+        if env_update {
+            return Err((n, "Codex re-sent its <environment_context> after the boundary (cwd, date, timezone or shell differ from the original run): the request would not end at O′N".into()));
+        }
+    }
     if let Some(r) = cfg.transport.locate(&msgs, plen) {
         apply_removal(&mut msgs, &r);
         removed.push(cfg.transport.item_name().to_string());
@@ -383,13 +457,13 @@ fn prepare(sh: &Shared, mut body: Value) -> Result<Prepared, (u64, String)> {
         // A nonce must not appear anywhere else either (object keys included).
         if t != CLAUDE_DEFAULT_RESUME_TEXT && !matches!(cfg.transport, TransportRule::None) {
             let mut probe = body.clone();
-            probe["messages"] = Value::Array(msgs.clone());
+            probe[key] = Value::Array(msgs.clone());
             if probe.to_string().contains(t) {
                 return Err((n, "the resume nonce appears elsewhere in the request".into()));
             }
         }
     }
-    let canon: Vec<Value> = msgs.iter().map(canonical_anthropic_message).collect();
+    let canon: Vec<Value> = msgs.iter().map(|m| canonical_for(cfg.protocol, m)).collect();
     if canon.len() < plen {
         return Err((n, format!("the request has {} messages, fewer than the {plen} of the expected prefix", canon.len())));
     }
@@ -409,13 +483,17 @@ fn prepare(sh: &Shared, mut body: Value) -> Result<Prepared, (u64, String)> {
     // The journal's `boundary_prompt_injected` marks the request that first carried it.
     let mut injected = false;
     if let Some(p) = &cfg.boundary_prompt {
+        let m = match cfg.protocol {
+            AgentProtocol::AnthropicMessages => json!({"role": "user", "content": [{"type": "text", "text": p}]}),
+            AgentProtocol::OpenAiResponses => json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": p}]}),
+        };
         let at = cfg.resume.as_ref().map(|r| r.boundary_at.min(plen)).unwrap_or(plen);
-        msgs.insert(at, json!({"role": "user", "content": [{"type": "text", "text": p}]}));
+        msgs.insert(at, m);
         let before = cfg.resume.as_ref().is_some_and(|r| r.prompt_injected_before);
         injected = !sh.state.lock().unwrap().injected && !before;
     }
-    body["messages"] = Value::Array(msgs);
-    if cfg.disable_thinking {
+    body[key] = Value::Array(msgs);
+    if cfg.disable_thinking && cfg.protocol == AgentProtocol::AnthropicMessages {
         body["thinking"] = json!({"type": "disabled"});
         if let Some(cm) = body.get_mut("context_management").and_then(Value::as_object_mut) {
             if let Some(edits) = cm.get_mut("edits").and_then(Value::as_array_mut) {
@@ -463,7 +541,8 @@ async fn main(sh: Arc<Shared>, path: String, headers: HeaderMap, body: Value, di
         return r;
     }
     let url = format!("{}{}", sh.cfg.upstream.base_url, path);
-    let resp = match send_upstream(&sh, Method::POST, &url, upstream_headers(&headers), Bytes::from(out), false).await {
+    let bearer = sh.cfg.protocol == AgentProtocol::OpenAiResponses;
+    let resp = match send_upstream(&sh, Method::POST, &url, upstream_headers(&headers), Bytes::from(out), bearer).await {
         Ok(r) => r,
         Err(e) => {
             done(&sh);
@@ -505,7 +584,11 @@ async fn pump(sh: Arc<Shared>, mut incoming: Incoming, tx: mpsc::Sender<Result<F
                 hasher.update(&data);
                 if sse && success {
                     for ev in scanner.feed(&data) {
-                        if let Some(name) = anthropic_tool_start(&ev) {
+                        let start = match sh.cfg.protocol {
+                            AgentProtocol::AnthropicMessages => anthropic_tool_start(&ev),
+                            AgentProtocol::OpenAiResponses => responses_tool_start(&ev),
+                        };
+                        if let Some(name) = start {
                             tools.push(name);
                             holding = true;
                         }

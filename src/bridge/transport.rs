@@ -26,7 +26,16 @@ pub enum TransportRule {
     /// A separate user message whose only content is `text` right after the prefix (the
     /// nonce prompt of `-p`-style resumes: pi CLI, OpenCode, Codex `exec resume`).
     TrailingUserMessage { text: String },
+    /// Codex CLI 0.149.0 `codex exec resume <id> <text>` (Responses `input` items): a user
+    /// message whose only `input_text` is `text` right after the prefix, preceded by a
+    /// developer `<skills_instructions>` message when the CODEX_HOME path differs from the
+    /// original run's. Both stay in Codex's history, so every later request carries them at
+    /// the same position.
+    CodexResume { text: String },
 }
+
+/// The text a Codex skills developer item starts with.
+pub const CODEX_SKILLS_PREFIX: &str = "<skills_instructions>";
 
 /// Claude Code's default resume text.
 pub const CLAUDE_DEFAULT_RESUME_TEXT: &str = "Continue from where you left off.";
@@ -47,6 +56,7 @@ impl TransportRule {
             TransportRule::None => "none",
             TransportRule::ClaudeResumeText { .. } => "claude:resume_text_block",
             TransportRule::TrailingUserMessage { .. } => "trailing_user_message",
+            TransportRule::CodexResume { .. } => "codex:resume_prompt",
         }
     }
 
@@ -54,7 +64,7 @@ impl TransportRule {
     pub fn text(&self) -> Option<&str> {
         match self {
             TransportRule::None => None,
-            TransportRule::ClaudeResumeText { text } | TransportRule::TrailingUserMessage { text } => Some(text),
+            TransportRule::ClaudeResumeText { text } | TransportRule::TrailingUserMessage { text } | TransportRule::CodexResume { text } => Some(text),
         }
     }
 
@@ -86,7 +96,7 @@ impl TransportRule {
                 // A user message of its own after the prefix.
                 messages.get(prefix_len).filter(|m| is_sole_text_user(m, text)).map(|_| Removal::Message { message: prefix_len })
             }
-            TransportRule::TrailingUserMessage { text } => {
+            TransportRule::TrailingUserMessage { text } | TransportRule::CodexResume { text } => {
                 messages.get(prefix_len).filter(|m| is_sole_text_user(m, text)).map(|_| Removal::Message { message: prefix_len })
             }
         }
@@ -98,7 +108,16 @@ fn role(m: &Value) -> Option<&str> {
 }
 
 fn is_text_block(b: &Value, text: &str) -> bool {
-    b.get("type").and_then(Value::as_str) == Some("text") && b.get("text").and_then(Value::as_str) == Some(text)
+    matches!(b.get("type").and_then(Value::as_str), Some("text" | "input_text")) && b.get("text").and_then(Value::as_str) == Some(text)
+}
+
+/// Is `m` Codex's developer `<skills_instructions>` message (Responses item)?
+pub fn is_codex_skills_item(m: &Value) -> bool {
+    m.get("type").and_then(Value::as_str).unwrap_or("message") == "message"
+        && role(m) == Some("developer")
+        && m.get("content").and_then(Value::as_array).is_some_and(|a| {
+            a.len() == 1 && a[0].get("text").and_then(Value::as_str).is_some_and(|t| t.starts_with(CODEX_SKILLS_PREFIX))
+        })
 }
 
 fn is_sole_text_user(m: &Value, text: &str) -> bool {

@@ -358,6 +358,10 @@ where
             status: AgentStatus::Failed,
             message: Some(format!("the agent did not finish within {} s", spec.timeout.as_secs())),
         };
+    } else if stats.budget_refused && spec.budget == Some(stats.steps) {
+        // The bridge refused the request beyond the budget (agents without a turn limit of
+        // their own, e.g. Codex): the budget stopped the agent.
+        verdict = AgentVerdict { status: AgentStatus::MaxSteps, message: Some(format!("live step budget of {} used; the bridge refused the next model request", stats.steps)) };
     } else if let Some(f) = &stats.failure {
         verdict = AgentVerdict { status: AgentStatus::Failed, message: Some(format!("bridge refused the continuation: {f}")) };
     }

@@ -10,7 +10,7 @@ use journal_format::Event;
 use super::failure::RunError;
 use super::recorder::Recorder;
 use crate::adapter::{Adapter, ContinueRequest, RebuiltSession};
-use crate::bridge::{AgentProtocol, BridgeConfig, BridgeResume, TransportRule, Upstream, UpstreamMode};
+use crate::bridge::{BridgeConfig, BridgeResume, Upstream, UpstreamMode};
 use crate::continuation::{run_continuation, ContinuationSpec};
 use crate::request::{ModelProtocol, ReplayRequest};
 
@@ -157,8 +157,9 @@ pub fn run(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, rebui
             Upstream { base_url: base, mode, api_key: key, model: req.model.model.clone(), response_timeout: Duration::from_secs(600) }
         };
         let cfg = BridgeConfig {
-            protocol: AgentProtocol::AnthropicMessages,
-            transport: TransportRule::None,
+            // The runner sets both from the agent (`ContinuationAgent::protocol/transport_rule`).
+            protocol: agent.protocol(),
+            transport: agent.transport_rule(),
             prefix: resumed.as_ref().map(|r| r.prefix.clone()).unwrap_or_else(|| rebuilt.prefix.clone()),
             boundary_prompt: req.boundary_user_prompt.clone(),
             disable_thinking: req.disable_thinking,

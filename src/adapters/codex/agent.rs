@@ -1,0 +1,109 @@
+//! The [`Adapter`] implementation for Codex CLI 0.149.0.
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use super::{parse, rebuild, tools};
+use crate::adapter::*;
+use crate::compare::next_action::Action;
+use crate::error::{ExecError, TrajectoryError};
+use serde_json::Value;
+
+#[derive(Default)]
+pub struct Codex {
+    parsed: Mutex<Option<parse::ParsedRollout>>,
+    sessions: tools::Sessions,
+}
+
+/// One model reply (its items) as an [`Action`].
+fn action_of(parsed: &parse::ParsedRollout, reply: &[usize]) -> Action {
+    let mut a = Action::default();
+    for &i in reply {
+        let Some(it) = parsed.lines[i].response_item(parsed.era) else { continue };
+        match it.get("type").and_then(Value::as_str) {
+            Some("message") => {
+                for c in it["content"].as_array().into_iter().flatten() {
+                    a.text.push_str(c.get("text").and_then(Value::as_str).unwrap_or(""));
+                }
+            }
+            Some("reasoning") => {
+                for c in it["summary"].as_array().into_iter().flatten() {
+                    a.reasoning.push_str(c.get("text").and_then(Value::as_str).unwrap_or(""));
+                }
+            }
+            Some("function_call") => {
+                let args = it["arguments"].as_str().and_then(|s| serde_json::from_str(s).ok()).unwrap_or(Value::Null);
+                a.tools.push((it["name"].as_str().unwrap_or("").to_string(), args));
+            }
+            Some("custom_tool_call") => a.tools.push((it["name"].as_str().unwrap_or("").to_string(), it["input"].clone())),
+            Some("local_shell_call") => a.tools.push(("local_shell".into(), it["action"].clone())),
+            _ => {}
+        }
+    }
+    a
+}
+
+impl Adapter for Codex {
+    fn name(&self) -> &'static str {
+        "codex"
+    }
+
+    fn parse(&self, path: &Path, bytes: &[u8]) -> Result<Plan, TrajectoryError> {
+        let parsed = parse::parse_bytes(path, bytes)?;
+        let plan = parsed.plan().clone();
+        *self.parsed.lock().unwrap_or_else(|e| e.into_inner()) = Some(parsed);
+        Ok(plan)
+    }
+
+    fn classify(&self, call: &ToolCall) -> ToolClass {
+        match tools::refusal(call) {
+            Some(_) if tools::classify(call) != ToolClass::NonRegenerable => ToolClass::Unknown,
+            _ => tools::classify(call),
+        }
+    }
+
+    fn execute(&self, call: &ToolCall, ctx: &ExecContext) -> Result<ToolOutcome, ExecError> {
+        self.sessions.execute(call, ctx)
+    }
+
+    fn mask_dynamic(&self, _call: &ToolCall, text: &str) -> String {
+        tools::mask_dynamic(text)
+    }
+
+    fn rebuild(&self, req: &RebuildRequest) -> Result<RebuiltSession, AdapterError> {
+        self.sessions.clear();
+        rebuild::rebuild(req)
+    }
+
+    fn begin_replay(&self, _plan: &Plan, _ctx: &ExecContext, completed: &[(ToolCall, Observation)]) -> Result<(), AdapterError> {
+        // A unified exec session still running at a crash cannot be re-attached: refuse
+        // resumption when a completed call left one open that a later call uses.
+        for (call, obs) in completed {
+            if call.tool == "exec_command" && obs.text.lines().any(|l| l.starts_with("Process running with session ID ")) {
+                return Err(AdapterError::Unsupported(format!(
+                    "call {} left a unified exec session running before the crash; it cannot be re-attached",
+                    call.call_id
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn continuation(&self, req: &ContinueRequest) -> Result<Box<dyn crate::continuation::ContinuationAgent>, AdapterError> {
+        let mut c = super::continuation::CodexContinuation::new(req.entrypoint, req.rebuilt, req.workspace, req.state_dir, req.continued_artifact)?;
+        c.model = req.model.clone();
+        if let Ok(p) = std::env::var("PATH") {
+            c.path_env = p;
+        }
+        Ok(Box::new(c))
+    }
+
+    fn next_actions(&self, source: &Path, after_step: usize, continued: Option<&Path>) -> (Option<Action>, Option<Action>) {
+        let Ok(p) = parse::parse_file(source) else { return (None, None) };
+        let Some(b) = p.plan().batches.get(after_step.wrapping_sub(1)) else { return (None, None) };
+        let n = b.model_turn; // the next reply is replies[n] (0-based)
+        let orig = p.replies.get(n).map(|r| action_of(&p, r));
+        let cont = continued.and_then(|c| parse::parse_file(c).ok()).and_then(|c| c.replies.get(n).map(|r| action_of(&c, r)));
+        (orig, cont)
+    }
+}

@@ -1,0 +1,24 @@
+//! Codex CLI adapter (supported version: [`SUPPORTED_VERSION`]).
+//!
+//! - [`parse`]: rollout JSONL (bare, wrapped and 2026 eras) → [`parse::ParsedRollout`] → plan.
+//! - [`tools`]: re-execution of Codex's tools with Codex's own observation texts
+//!   (`exec_command`/`write_stdin` unified exec, `shell`, `shell_command`, `local_shell_call`,
+//!   `apply_patch` via [`patch`], `update_plan`); code mode `exec` is refused.
+//! - [`rebuild`]: the rollout with fresh observations in an isolated `CODEX_HOME`.
+//! - [`agent`]: the [`crate::adapter::Adapter`] implementation.
+//!
+//! Texts were read in the 0.149.0 binary (`strings` on the npm package's Rust executable) and
+//! in openai/codex sources, and confirmed on the genuine rollouts (`tests/fixtures/codex/`).
+//! See `docs/agents/codex.md`.
+
+pub mod agent;
+pub mod continuation;
+pub mod parse;
+pub mod patch;
+pub mod rebuild;
+pub mod tools;
+
+/// The Codex CLI version whose tool outputs this adapter reproduces.
+pub const SUPPORTED_VERSION: &str = "0.149.0";
+
+pub use parse::{parse_bytes, parse_file, ParsedRollout};

@@ -1,0 +1,475 @@
+//! Re-execution of Codex CLI 0.149.0's tools with Codex's own observation texts.
+//!
+//! | tool | kind | output text |
+//! |---|---|---|
+//! | `exec_command` | function | `Chunk ID: <6 hex>\nWall time: <s.4> seconds\n` then `Process exited with code <n>\n` or `Process running with session ID <id>\n`, then `Original token count: <ceil(bytes/4)>\nOutput:\n<output>` |
+//! | `write_stdin` | function | same framing, output produced since the previous poll |
+//! | `shell` (argv), `shell_command`, `local_shell_call` | function | freeform `Exit code: <n>\nWall time: <s.1> seconds\n[Total output lines: <n>\n]Output:\n<output>`, or the structured JSON string `{"output":…,"metadata":{"exit_code":…,"duration_seconds":…}}` when the original observation used it |
+//! | `apply_patch` (freeform or JSON `{input}`) | custom / function | success framed as `Exit code: 0\nWall time: <s.1> seconds\nOutput:\nSuccess. Updated the following files:\n…`; verification/parse failures as the bare error text |
+//! | `update_plan` | function | `Plan updated` |
+//! | `exec` (code mode, JavaScript calling tools) | custom | refused before anything runs |
+//!
+//! Dynamic fields (produced fresh, masked by [`mask_dynamic`]): the chunk id, every wall time,
+//! `duration_seconds`. Unified exec sessions that outlive their yield time are kept running
+//! under the ORIGINAL session id so that later `write_stdin` calls address them.
+
+use crate::adapter::{ExecContext, Observation, ToolCall, ToolClass, ToolOutcome};
+use crate::error::ExecError;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::io::Read;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::patch::{self, PatchOutcome};
+
+/// Environment Codex sets for the commands it runs (unified exec).
+pub const EXEC_ENV: &[(&str, &str)] = &[
+    ("NO_COLOR", "1"),
+    ("TERM", "dumb"),
+    ("LANG", "C.UTF-8"),
+    ("LC_CTYPE", "C.UTF-8"),
+    ("LC_ALL", "C.UTF-8"),
+    ("COLORTERM", ""),
+    ("PAGER", "cat"),
+    ("GIT_PAGER", "cat"),
+    ("GH_PAGER", "cat"),
+    ("CODEX_CI", "1"),
+];
+
+/// `exec_command` yield time bounds and default (ms).
+pub const MIN_YIELD_MS: u64 = 250;
+pub const MAX_YIELD_MS: u64 = 30_000;
+pub const DEFAULT_EXEC_YIELD_MS: u64 = 10_000;
+pub const DEFAULT_WRITE_STDIN_YIELD_MS: u64 = 250;
+pub const DEFAULT_MAX_OUTPUT_TOKENS: usize = 10_000;
+/// Default timeout of `shell` / `shell_command` (ms).
+pub const DEFAULT_SHELL_TIMEOUT_MS: u64 = 10_000;
+
+/// How a call may be treated.
+pub fn classify(call: &ToolCall) -> ToolClass {
+    match call.tool.as_str() {
+        "update_plan" => ToolClass::ReadOnly,
+        "exec_command" | "write_stdin" | "shell" | "shell_command" | "local_shell" | "apply_patch" => ToolClass::Mutating,
+        "view_image" | "web_search" | "request_user_input" | "spawn_agent" | "send_input" | "wait_agent" | "close_agent" => ToolClass::NonRegenerable,
+        _ => ToolClass::Unknown,
+    }
+}
+
+/// Why a call cannot be re-executed, checked before any tool of the replay runs.
+pub fn refusal(call: &ToolCall) -> Option<String> {
+    match call.tool.as_str() {
+        "exec" => Some(
+            "Codex code mode `exec` runs model-written JavaScript that calls Codex tools inside Codex's code-mode host; pvisor cannot run it faithfully, and never splices a made-up output"
+                .into(),
+        ),
+        "exec_command" if call.input.get("tty").and_then(Value::as_bool) == Some(true) => {
+            Some("exec_command with tty=true runs in a PTY (CRLF output, echo); it is not re-executed faithfully".into())
+        }
+        _ if classify(call) == ToolClass::Unknown => Some(format!("unknown Codex tool `{}`: tool semantics never change silently", call.tool)),
+        _ => None,
+    }
+}
+
+/// The observation text with dynamic fields masked.
+pub fn mask_dynamic(text: &str) -> String {
+    use std::sync::OnceLock;
+    static RES: OnceLock<Vec<(regex::Regex, &'static str)>> = OnceLock::new();
+    let res = RES.get_or_init(|| {
+        vec![
+            (regex::Regex::new(r"(?m)^Chunk ID: [0-9a-f]+$").unwrap(), "Chunk ID: <dynamic>"),
+            (regex::Regex::new(r"(?m)^Wall time:? [0-9]+(\.[0-9]+)? seconds$").unwrap(), "Wall time: <dynamic> seconds"),
+            (regex::Regex::new(r#""duration_seconds":[0-9]+(\.[0-9]+)?"#).unwrap(), "\"duration_seconds\":<dynamic>"),
+        ]
+    });
+    let mut s = text.to_string();
+    for (re, rep) in res {
+        s = re.replace_all(&s, *rep).into_owned();
+    }
+    s
+}
+
+/// Codex's approximate token count: ceil(bytes / 4).
+pub fn approx_tokens(s: &str) -> usize {
+    s.len().div_ceil(4)
+}
+
+/// Middle truncation to a token budget (4 bytes per token), on char boundaries.
+pub fn truncate_middle(s: &str, max_tokens: usize) -> String {
+    let budget = max_tokens.saturating_mul(4);
+    if s.len() <= budget {
+        return s.to_string();
+    }
+    let half = budget / 2;
+    let mut head_end = half.min(s.len());
+    while !s.is_char_boundary(head_end) {
+        head_end -= 1;
+    }
+    let mut tail_start = s.len() - (budget - half);
+    while !s.is_char_boundary(tail_start) {
+        tail_start += 1;
+    }
+    let removed = approx_tokens(&s[head_end..tail_start]);
+    format!("{}…{removed} tokens truncated…{}", &s[..head_end], &s[tail_start..])
+}
+
+fn random_chunk_id() -> String {
+    use rand::Rng;
+    let n: u32 = rand::thread_rng().gen_range(0..0x100_0000);
+    format!("{n:06x}")
+}
+
+/// The unified exec response text.
+pub fn format_unified(wall: Duration, exit: Option<i32>, session: Option<&str>, output: &str, max_tokens: usize) -> String {
+    let mut s = Vec::new();
+    s.push(format!("Chunk ID: {}", random_chunk_id()));
+    s.push(format!("Wall time: {:.4} seconds", wall.as_secs_f64()));
+    if let Some(c) = exit {
+        s.push(format!("Process exited with code {c}"));
+    }
+    if let Some(id) = session {
+        s.push(format!("Process running with session ID {id}"));
+    }
+    s.push(format!("Original token count: {}", approx_tokens(output)));
+    s.push("Output:".into());
+    s.push(truncate_middle(output, max_tokens));
+    s.join("\n")
+}
+
+/// Codex's freeform exec text (`format_exec_output_for_model_freeform`).
+pub fn format_freeform(exit: i32, wall: Duration, content: &str) -> String {
+    let secs = ((wall.as_secs_f32()) * 10.0).round() / 10.0;
+    let total = content.lines().count();
+    let formatted = truncate_middle(content, DEFAULT_MAX_OUTPUT_TOKENS);
+    let mut s = vec![format!("Exit code: {exit}"), format!("Wall time: {secs} seconds")];
+    if total != formatted.lines().count() {
+        s.push(format!("Total output lines: {total}"));
+    }
+    s.push("Output:".into());
+    s.push(formatted);
+    s.join("\n")
+}
+
+/// Codex's structured exec text (older models): a JSON string.
+pub fn format_structured(exit: i32, wall: Duration, content: &str) -> String {
+    let secs = ((wall.as_secs_f32()) * 10.0).round() / 10.0;
+    serde_json::json!({"output": truncate_middle(content, DEFAULT_MAX_OUTPUT_TOKENS), "metadata": {"exit_code": exit, "duration_seconds": secs}}).to_string()
+}
+
+// ---------------------------------------------------------------- unified exec sessions
+
+struct ExecSession {
+    child: Child,
+    pgid: i32,
+    buf: Arc<Mutex<Vec<u8>>>,
+    eof: Arc<Mutex<bool>>,
+    /// Bytes of `buf` already returned to the model.
+    read: usize,
+    started: Instant,
+    exit: Option<i32>,
+}
+
+impl ExecSession {
+    fn poll_exit(&mut self) -> Option<i32> {
+        if self.exit.is_none() {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                use std::os::unix::process::ExitStatusExt;
+                self.exit = Some(st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0)));
+            }
+        }
+        self.exit
+    }
+
+    /// Wait until the process exits (and its output is drained) or `yield_ms` passes.
+    fn wait(&mut self, yield_ms: u64) -> (Option<i32>, String) {
+        let deadline = Instant::now() + Duration::from_millis(yield_ms);
+        loop {
+            if let Some(code) = self.poll_exit() {
+                let drain = Instant::now() + Duration::from_millis(300);
+                while !*self.eof.lock().unwrap() && Instant::now() < drain {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                // SAFETY: signalling the process group we created.
+                unsafe { libc::killpg(self.pgid, libc::SIGKILL) };
+                return (Some(code), self.take());
+            }
+            if Instant::now() >= deadline {
+                return (None, self.take());
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    fn take(&mut self) -> String {
+        let b = self.buf.lock().unwrap();
+        let s = String::from_utf8_lossy(&b[self.read..]).into_owned();
+        self.read = b.len();
+        s
+    }
+}
+
+impl Drop for ExecSession {
+    fn drop(&mut self) {
+        // SAFETY: signalling the process group we created.
+        unsafe { libc::killpg(self.pgid, libc::SIGKILL) };
+        let _ = self.child.wait();
+    }
+}
+
+fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: fds is a valid 2-element array; pipe2 fills it on success.
+    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both fds were just created and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+fn spawn_merged(argv: &[String], cwd: &Path, tool: &str) -> Result<ExecSession, ExecError> {
+    let io = |e| ExecError::Io { tool: tool.into(), source: e };
+    let (r, w) = pipe().map_err(io)?;
+    let w2 = w.try_clone().map_err(io)?;
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..]).current_dir(cwd).stdin(Stdio::null()).stdout(Stdio::from(w)).stderr(Stdio::from(w2)).process_group(0);
+    for (k, v) in EXEC_ENV {
+        cmd.env(k, v);
+    }
+    let child = cmd.spawn().map_err(io)?;
+    drop(cmd);
+    let buf = Arc::new(Mutex::new(Vec::new()));
+    let eof = Arc::new(Mutex::new(false));
+    let (b2, e2) = (buf.clone(), eof.clone());
+    std::thread::spawn(move || {
+        let mut f = std::fs::File::from(r);
+        let mut chunk = [0u8; 8192];
+        loop {
+            match f.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => b2.lock().unwrap().extend_from_slice(&chunk[..n]),
+            }
+        }
+        *e2.lock().unwrap() = true;
+    });
+    let pgid = child.id() as i32;
+    Ok(ExecSession { child, pgid, buf, eof, read: 0, started: Instant::now(), exit: None })
+}
+
+/// Live unified exec sessions of one replay, by the session id the model saw.
+#[derive(Default)]
+pub struct Sessions {
+    live: Mutex<HashMap<String, ExecSession>>,
+}
+
+fn session_id_in(text: &str) -> Option<String> {
+    text.lines().find_map(|l| l.strip_prefix("Process running with session ID ").map(|s| s.trim().to_string()))
+}
+
+fn bad(tool: &str, m: impl Into<String>) -> ExecError {
+    ExecError::BadInput { tool: tool.into(), message: m.into() }
+}
+
+fn resolve_dir(ctx: &ExecContext, workdir: Option<&str>, tool: &str) -> Result<PathBuf, ExecError> {
+    match workdir {
+        None | Some("") => Ok(ctx.workspace.clone()),
+        Some(w) => {
+            let p = Path::new(w);
+            let p = if p.is_absolute() { p.to_path_buf() } else { ctx.workspace.join(p) };
+            if !p.is_dir() {
+                return Err(bad(tool, format!("workdir {} is not a directory", p.display())));
+            }
+            Ok(p)
+        }
+    }
+}
+
+fn user_shell() -> String {
+    std::env::var("SHELL").ok().filter(|s| Path::new(s).exists()).unwrap_or_else(|| if Path::new("/bin/bash").exists() { "/bin/bash".into() } else { "/bin/sh".into() })
+}
+
+fn clamp_yield(v: Option<u64>, default: u64) -> u64 {
+    v.unwrap_or(default).clamp(MIN_YIELD_MS, MAX_YIELD_MS)
+}
+
+impl Sessions {
+    fn exec_command(&self, call: &ToolCall, ctx: &ExecContext) -> Result<ToolOutcome, ExecError> {
+        let t = "exec_command";
+        let a = &call.input;
+        let cmd = a.get("cmd").and_then(Value::as_str).ok_or_else(|| bad(t, "missing string `cmd`"))?;
+        let shell = a.get("shell").and_then(Value::as_str).map(str::to_string).unwrap_or_else(user_shell);
+        let login = a.get("login").and_then(Value::as_bool).unwrap_or(true);
+        let cwd = resolve_dir(ctx, a.get("workdir").and_then(Value::as_str), t)?;
+        let yield_ms = clamp_yield(a.get("yield_time_ms").and_then(Value::as_u64), DEFAULT_EXEC_YIELD_MS);
+        let max_tokens = a.get("max_output_tokens").and_then(Value::as_u64).map(|v| v as usize).unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS);
+        let argv = vec![shell, if login { "-lc" } else { "-c" }.to_string(), cmd.to_string()];
+        let mut s = spawn_merged(&argv, &cwd, t)?;
+        let (exit, out) = s.wait(yield_ms);
+        let wall = s.started.elapsed();
+        let sid = match exit {
+            Some(_) => None,
+            None => Some(call.original.as_ref().and_then(|o| session_id_in(&o.text)).unwrap_or_else(|| format!("{}", 1000 + rand::random::<u16>() as u32))),
+        };
+        let text = format_unified(wall, exit, sid.as_deref(), &out, max_tokens);
+        if let Some(id) = &sid {
+            self.live.lock().unwrap().insert(id.clone(), s);
+        }
+        Ok(ToolOutcome { observation: Observation { text, is_error: false, native: None }, exit_code: exit, duration_ms: wall.as_millis() as u64, touched: vec![] })
+    }
+
+    fn write_stdin(&self, call: &ToolCall) -> Result<ToolOutcome, ExecError> {
+        let t = "write_stdin";
+        let a = &call.input;
+        let id = match a.get("session_id") {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Number(n)) => n.to_string(),
+            _ => return Err(bad(t, "missing `session_id`")),
+        };
+        let chars = a.get("chars").and_then(Value::as_str).unwrap_or("");
+        let yield_ms = clamp_yield(a.get("yield_time_ms").and_then(Value::as_u64), DEFAULT_WRITE_STDIN_YIELD_MS);
+        let max_tokens = a.get("max_output_tokens").and_then(Value::as_u64).map(|v| v as usize).unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS);
+        let mut live = self.live.lock().unwrap();
+        let Some(s) = live.get_mut(&id) else {
+            let text = format!("write_stdin failed: Unknown process id {id}");
+            return Ok(ToolOutcome { observation: Observation { text, is_error: false, native: None }, exit_code: None, duration_ms: 0, touched: vec![] });
+        };
+        if !chars.is_empty() {
+            let text = "write_stdin failed: stdin is closed for this session; rerun exec_command with tty=true to keep stdin open".to_string();
+            return Ok(ToolOutcome { observation: Observation { text, is_error: false, native: None }, exit_code: None, duration_ms: 0, touched: vec![] });
+        }
+        let start = Instant::now();
+        let (exit, out) = s.wait(yield_ms);
+        let wall = start.elapsed();
+        let text = format_unified(wall, exit, if exit.is_none() { Some(id.as_str()) } else { None }, &out, max_tokens);
+        if exit.is_some() {
+            live.remove(&id);
+        }
+        Ok(ToolOutcome { observation: Observation { text, is_error: false, native: None }, exit_code: exit, duration_ms: wall.as_millis() as u64, touched: vec![] })
+    }
+}
+
+/// Run argv to completion with a timeout, merged output (shell / shell_command / local_shell).
+fn run_to_end(argv: &[String], cwd: &Path, timeout_ms: u64, tool: &str, original: Option<&Observation>) -> Result<ToolOutcome, ExecError> {
+    if argv.is_empty() {
+        return Err(bad(tool, "empty command"));
+    }
+    let mut s = spawn_merged(argv, cwd, tool)?;
+    let (exit, out) = s.wait(timeout_ms);
+    let wall = s.started.elapsed();
+    let (code, content) = match exit {
+        Some(c) => (c, out),
+        None => {
+            drop(s);
+            (124, format!("command timed out after {timeout_ms} milliseconds\n{out}"))
+        }
+    };
+    let structured = original.map(|o| o.text.starts_with("{\"output\":")).unwrap_or(false);
+    let text = if structured { format_structured(code, wall, &content) } else { format_freeform(code, wall, &content) };
+    Ok(ToolOutcome { observation: Observation { text, is_error: false, native: None }, exit_code: Some(code), duration_ms: wall.as_millis() as u64, touched: vec![] })
+}
+
+fn string_array(v: Option<&Value>, tool: &str) -> Result<Vec<String>, ExecError> {
+    match v {
+        Some(Value::Array(a)) => a.iter().map(|x| x.as_str().map(str::to_string).ok_or_else(|| bad(tool, "`command` must be an array of strings"))).collect(),
+        _ => Err(bad(tool, "`command` must be an array of strings")),
+    }
+}
+
+fn apply_patch(call: &ToolCall, ctx: &ExecContext) -> Result<ToolOutcome, ExecError> {
+    let text = match &call.input {
+        Value::String(s) => s.clone(),
+        Value::Object(o) => o.get("input").or_else(|| o.get("patch")).and_then(Value::as_str).ok_or_else(|| bad("apply_patch", "missing string `input`"))?.to_string(),
+        _ => return Err(bad("apply_patch", "input must be the patch text")),
+    };
+    let cwd = resolve_dir(ctx, call.input.get("workdir").and_then(Value::as_str), "apply_patch")?;
+    let ws = ctx.workspace.clone();
+    let resolve = |p: &str| -> Result<PathBuf, String> {
+        let joined = if Path::new(p).is_absolute() { PathBuf::from(p) } else { cwd.join(p) };
+        crate::workspace::confine::confine(&ws, &joined).map_err(|e| e.to_string())
+    };
+    let start = Instant::now();
+    let outcome = patch::apply(&text, &cwd, &resolve);
+    let wall = start.elapsed();
+    let (text, code, touched) = match outcome {
+        PatchOutcome::Applied { stdout, touched } => (format_freeform(0, wall, &stdout), Some(0), touched),
+        PatchOutcome::Failed { stderr, touched } => (format_freeform(1, wall, &stderr), Some(1), touched),
+        PatchOutcome::Rejected(t) => (t, None, vec![]),
+    };
+    let touched = touched.into_iter().filter_map(|p| p.strip_prefix(&ctx.workspace).ok().map(Path::to_path_buf)).collect();
+    Ok(ToolOutcome { observation: Observation { text, is_error: false, native: None }, exit_code: code, duration_ms: wall.as_millis() as u64, touched })
+}
+
+fn update_plan(call: &ToolCall) -> Result<ToolOutcome, ExecError> {
+    let plan = call.input.get("plan").and_then(Value::as_array).ok_or_else(|| bad("update_plan", "missing `plan` array"))?;
+    for p in plan {
+        let ok = p.get("step").and_then(Value::as_str).is_some() && matches!(p.get("status").and_then(Value::as_str), Some("pending" | "in_progress" | "completed"));
+        if !ok {
+            return Err(bad("update_plan", "every plan item needs `step` and a status pending|in_progress|completed"));
+        }
+    }
+    Ok(ToolOutcome { observation: Observation { text: "Plan updated".into(), is_error: false, native: None }, exit_code: None, duration_ms: 0, touched: vec![] })
+}
+
+impl Sessions {
+    /// Execute one call.
+    pub fn execute(&self, call: &ToolCall, ctx: &ExecContext) -> Result<ToolOutcome, ExecError> {
+        if let Some(r) = refusal(call) {
+            return Err(ExecError::Unsupported { tool: call.tool.clone(), reason: r });
+        }
+        let a = &call.input;
+        let timeout = |a: &Value| a.get("timeout_ms").and_then(Value::as_u64).unwrap_or(DEFAULT_SHELL_TIMEOUT_MS);
+        match call.tool.as_str() {
+            "exec_command" => self.exec_command(call, ctx),
+            "write_stdin" => self.write_stdin(call),
+            "shell" => {
+                let argv = string_array(a.get("command"), "shell")?;
+                let cwd = resolve_dir(ctx, a.get("workdir").and_then(Value::as_str), "shell")?;
+                run_to_end(&argv, &cwd, timeout(a), "shell", call.original.as_ref())
+            }
+            "local_shell" => {
+                let argv = string_array(a.get("command"), "local_shell")?;
+                let cwd = resolve_dir(ctx, a.get("working_directory").and_then(Value::as_str), "local_shell")?;
+                run_to_end(&argv, &cwd, timeout(a), "local_shell", call.original.as_ref())
+            }
+            "shell_command" => {
+                let cmd = a.get("command").and_then(Value::as_str).ok_or_else(|| bad("shell_command", "missing string `command`"))?;
+                let login = a.get("login").and_then(Value::as_bool).unwrap_or(true);
+                let cwd = resolve_dir(ctx, a.get("workdir").and_then(Value::as_str), "shell_command")?;
+                let argv = vec![user_shell(), if login { "-lc" } else { "-c" }.to_string(), cmd.to_string()];
+                run_to_end(&argv, &cwd, timeout(a), "shell_command", call.original.as_ref())
+            }
+            "apply_patch" => apply_patch(call, ctx),
+            "update_plan" => update_plan(call),
+            other => Err(ExecError::Unsupported { tool: other.into(), reason: "not re-executable".into() }),
+        }
+    }
+
+    /// Kill every live session (end of replay).
+    pub fn clear(&self) {
+        self.live.lock().unwrap().clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masks() {
+        let a = "Chunk ID: d54f7c\nWall time: 0.0000 seconds\nProcess exited with code 0\nOriginal token count: 2\nOutput:\na.txt\n";
+        let b = "Chunk ID: 00aa11\nWall time: 0.0123 seconds\nProcess exited with code 0\nOriginal token count: 2\nOutput:\na.txt\n";
+        assert_eq!(mask_dynamic(a), mask_dynamic(b));
+        assert_eq!(mask_dynamic("Exit code: 0\nWall time: 0 seconds\nOutput:\nx"), mask_dynamic("Exit code: 0\nWall time: 0.1 seconds\nOutput:\nx"));
+        assert_ne!(mask_dynamic(a), mask_dynamic(&a.replace("a.txt", "b.txt")));
+    }
+
+    #[test]
+    fn freeform_zero() {
+        assert_eq!(format_freeform(0, Duration::from_millis(3), "ok\n"), "Exit code: 0\nWall time: 0 seconds\nOutput:\nok\n");
+        assert_eq!(format_freeform(2, Duration::from_millis(260), "x"), "Exit code: 2\nWall time: 0.3 seconds\nOutput:\nx");
+    }
+}

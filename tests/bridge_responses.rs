@@ -1,0 +1,159 @@
+//! The fail-closed bridge in the OpenAI Responses protocol (Codex), with requests taken from
+//! the genuine Codex 0.149.0 run (`tests/fixtures/codex/genuine/requests-run1.jsonl`) and the
+//! scripted model server as upstream.
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::{Request, StatusCode};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use journal_format::Event;
+use pvisor::adapter::{Adapter, Observation, RebuildRequest};
+use pvisor::bridge::{self, AgentProtocol, BridgeConfig, TransportRule, Upstream, UpstreamMode};
+use pvisor::model::{start, Script, ServerOptions};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const NONCE: &str = "pvisor-codex-resume-0123456789abcdef";
+
+fn fixture(p: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex").join(p)
+}
+
+fn original_requests() -> Vec<Value> {
+    std::fs::read_to_string(fixture("genuine/requests-run1.jsonl")).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// The rebuilt prefix at boundary `n` with the original observations.
+fn prefix(n: usize) -> Vec<Value> {
+    let path = fixture("genuine/rollout-run1.jsonl");
+    let a = pvisor::adapters::codex::agent::Codex::default();
+    let plan = a.parse(&path, &std::fs::read(&path).unwrap()).unwrap();
+    let obs: BTreeMap<String, Observation> = plan.batches.iter().flat_map(|b| b.calls.iter().map(|c| (c.call_id.clone(), c.original.clone().unwrap()))).collect();
+    let state = tempfile::tempdir().unwrap();
+    let art = state.path().join("a.jsonl");
+    a.rebuild(&RebuildRequest { source: &path, plan: &plan, after_step: n, observations: &obs, workspace: state.path(), state_dir: state.path(), artifact_path: &art }).unwrap().prefix
+}
+
+fn skills() -> Value {
+    json!({"type": "message", "id": "msg_x", "role": "developer", "content": [{"type": "input_text", "text": "<skills_instructions>\n## Skills\n…"}]})
+}
+
+fn nonce() -> Value {
+    json!({"type": "message", "id": "msg_y", "role": "user", "content": [{"type": "input_text", "text": NONCE}]})
+}
+
+fn config(upstream: &str, prefix: Vec<Value>, max_steps: Option<u64>, prompt: Option<&str>) -> BridgeConfig {
+    BridgeConfig {
+        protocol: AgentProtocol::OpenAiResponses,
+        transport: TransportRule::CodexResume { text: NONCE.into() },
+        prefix,
+        boundary_prompt: prompt.map(str::to_string),
+        disable_thinking: false,
+        max_steps,
+        upstream: Upstream { base_url: upstream.into(), mode: UpstreamMode::Native, api_key: Some("upstream-key".into()), model: None, response_timeout: Duration::from_secs(10) },
+        key: None,
+        port: 0,
+        resume: None,
+    }
+}
+
+async fn post(base: &str, key: &str, body: &Value) -> (StatusCode, String) {
+    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let req = Request::post(format!("{base}/v1/responses"))
+        .header("authorization", format!("Bearer {key}"))
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(body.to_string())))
+        .unwrap();
+    let resp = client.request(req).await.unwrap();
+    let status = resp.status();
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+fn upstream_script() -> Script {
+    Script::from_path(fixture("five-step/script.json")).unwrap().substitute(&[("CWD", "/tmp/x")])
+}
+
+#[tokio::test]
+async fn codex_resume_request_is_cleaned_validated_and_ends_at_the_boundary() {
+    let reqs = original_requests();
+    let n = 3;
+    let p = prefix(n);
+    let up = start(upstream_script(), ServerOptions { api_key: Some("upstream-key".into()), ..Default::default() }).await.unwrap();
+    let (b, rx) = bridge::start(config(&up.base_url(), p.clone(), Some(1), None)).await.unwrap();
+    let (events, _t) = bridge::auto_ack(rx);
+    // What codex exec resume sends from a different CODEX_HOME path: the prefix, the skills
+    // developer item, the nonce prompt.
+    let mut body = reqs[n]["body"].clone();
+    let mut input = body["input"].as_array().unwrap().clone();
+    assert_eq!(input, p);
+    input.push(skills());
+    input.push(nonce());
+    body["input"] = Value::Array(input);
+    let (st, text) = post(&b.base_url(), b.key(), &body).await;
+    assert_eq!(st, StatusCode::OK, "{text}");
+    assert!(text.contains("response.completed"), "{text}");
+    let got = up.main_requests();
+    assert_eq!(got.len(), 1);
+    // Upstream received exactly the original request N+1 (the request ends at O′N).
+    assert_eq!(got[0].body, reqs[n]["body"]);
+    let evs = events.lock().unwrap().clone();
+    let v: Vec<_> = evs.iter().filter_map(|e| if let Event::BridgeRequestValidated(v) = e { Some(v.clone()) } else { None }).collect();
+    assert_eq!(v.len(), 1);
+    assert!(v[0].ok);
+    assert_eq!(v[0].removed, vec!["codex:skills_instructions".to_string(), "codex:resume_prompt".to_string()]);
+    let steps: Vec<_> = evs.iter().filter_map(|e| if let Event::ContinuationStep(s) = e { Some(s.clone()) } else { None }).collect();
+    assert_eq!(steps.len(), 1);
+    // The budget (1 live step) is used up: the next request is refused.
+    let mut next = body.clone();
+    next["input"].as_array_mut().unwrap().push(json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "x"}]}));
+    let (st, _) = post(&b.base_url(), b.key(), &next).await;
+    assert!(st.is_client_error());
+    assert!(b.stats().failure.unwrap().contains("budget"));
+}
+
+#[tokio::test]
+async fn a_changed_prefix_item_or_a_misplaced_nonce_is_refused() {
+    let reqs = original_requests();
+    let p = prefix(2);
+    let up = start(upstream_script(), ServerOptions { api_key: Some("upstream-key".into()), ..Default::default() }).await.unwrap();
+    let (b, rx) = bridge::start(config(&up.base_url(), p.clone(), None, None)).await.unwrap();
+    let (_events, _t) = bridge::auto_ack(rx);
+    let mut body = reqs[2]["body"].clone();
+    let input = body["input"].as_array_mut().unwrap();
+    let last = input.len() - 1;
+    input[last]["output"] = json!("EDITED");
+    input.push(nonce());
+    let (st, text) = post(&b.base_url(), b.key(), &body).await;
+    assert_eq!(st, StatusCode::UNPROCESSABLE_ENTITY, "{text}");
+    assert!(up.main_requests().is_empty());
+
+    let (b, rx) = bridge::start(config(&up.base_url(), p, None, None)).await.unwrap();
+    let (_events, _t) = bridge::auto_ack(rx);
+    let mut body = reqs[2]["body"].clone();
+    body["input"].as_array_mut().unwrap().insert(1, nonce());
+    let (st, _) = post(&b.base_url(), b.key(), &body).await;
+    assert!(st.is_client_error());
+    assert!(up.main_requests().is_empty());
+}
+
+#[tokio::test]
+async fn boundary_prompt_is_added_once_after_the_boundary() {
+    let reqs = original_requests();
+    let p = prefix(1);
+    let up = start(upstream_script(), ServerOptions { api_key: Some("upstream-key".into()), ..Default::default() }).await.unwrap();
+    let (b, rx) = bridge::start(config(&up.base_url(), p.clone(), None, Some("Say hi first."))).await.unwrap();
+    let (_events, _t) = bridge::auto_ack(rx);
+    let mut body = reqs[1]["body"].clone();
+    body["input"].as_array_mut().unwrap().push(nonce());
+    let (st, text) = post(&b.base_url(), b.key(), &body).await;
+    assert_eq!(st, StatusCode::OK, "{text}");
+    let got = up.main_requests();
+    let input = got[0].body["input"].as_array().unwrap();
+    assert_eq!(input.len(), p.len() + 1);
+    assert_eq!(input[p.len()], json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Say hi first."}]}));
+    assert_eq!(got[0].body.to_string().matches("Say hi first.").count(), 1);
+}

@@ -1,0 +1,194 @@
+//! Codex adapter on the genuine Codex CLI 0.149.0 rollouts (`tests/fixtures/codex/`):
+//! parse, re-execution at every boundary in a fresh workspace (observations equal the
+//! originals except the declared dynamic fields), rebuild (prefix = the input items of the
+//! original request N+1), refusals, and mutated rollouts (trajectory error, never a panic).
+
+use pvisor::adapter::{Adapter, ExecContext, Observation, RebuildRequest, ToolClass};
+use pvisor::adapters::codex::{agent::Codex, parse, rebuild, tools};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+fn fixture(p: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex").join(p)
+}
+
+fn ctx(ws: &Path) -> ExecContext {
+    ExecContext { workspace: ws.to_path_buf(), log_dir: ws.join(".logs"), timeout: std::time::Duration::from_secs(30) }
+}
+
+#[test]
+fn parses_genuine_rollout() {
+    let p = parse::parse_file(&fixture("genuine/rollout-final.jsonl")).unwrap();
+    assert_eq!(p.session_id, "01a229dc-f117-7e91-85a6-a705d046a8e2");
+    assert_eq!(p.cli_version.as_deref(), Some("0.149.0"));
+    let plan = p.plan();
+    let shape: Vec<(usize, Vec<&str>)> = plan.batches.iter().map(|b| (b.model_turn, b.calls.iter().map(|c| c.tool.as_str()).collect())).collect();
+    assert_eq!(
+        shape,
+        vec![
+            (1, vec!["exec_command"]),
+            (2, vec!["apply_patch"]),
+            (3, vec!["exec_command", "exec_command"]),
+            (4, vec!["apply_patch"]),
+            (6, vec!["exec_command"]),
+        ]
+    );
+    assert_eq!(plan.max_boundary(), 5);
+    assert_eq!(plan.model_turns, 7);
+    assert_eq!(plan.batches[2].calls[1].locator.line, 26);
+}
+
+#[test]
+fn codemode_exec_is_refused_before_anything_runs() {
+    let a = Codex::default();
+    let path = fixture("codemode/rollout-run1.jsonl");
+    let plan = a.parse(&path, &std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(plan.batches.len(), 4);
+    let call = &plan.batches[0].calls[0];
+    assert_eq!(call.tool, "exec");
+    assert_eq!(a.classify(call), ToolClass::Unknown);
+    let ws = tempfile::tempdir().unwrap();
+    let e = a.execute(call, &ctx(ws.path())).unwrap_err().to_string();
+    assert!(e.contains("code mode"), "{e}");
+    assert!(std::fs::read_dir(ws.path()).unwrap().next().is_none(), "nothing ran");
+}
+
+#[test]
+fn replay_every_boundary_matches_originals() {
+    let path = fixture("genuine/rollout-final.jsonl");
+    let bytes = std::fs::read(&path).unwrap();
+    for n in 1..=5 {
+        let a = Codex::default();
+        let plan = a.parse(&path, &bytes).unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let c = ctx(ws.path());
+        let mut obs = BTreeMap::new();
+        for b in &plan.batches[..n] {
+            for call in &b.calls {
+                assert_ne!(a.classify(call), ToolClass::Unknown);
+                let out = a.execute(call, &c).unwrap();
+                let orig = call.original.as_ref().unwrap();
+                assert_eq!(a.mask_dynamic(call, &out.observation.text), a.mask_dynamic(call, &orig.text), "call {}", call.call_id);
+                assert_eq!(out.observation.is_error, orig.is_error);
+                obs.insert(call.call_id.clone(), out.observation);
+            }
+        }
+        // Rebuild with the fresh observations.
+        let state = tempfile::tempdir().unwrap();
+        let art = state.path().join("out/rollout.jsonl");
+        let r = a
+            .rebuild(&RebuildRequest { source: &path, plan: &plan, after_step: n, observations: &obs, workspace: ws.path(), state_dir: state.path(), artifact_path: &art })
+            .unwrap();
+        assert_eq!(r.session_id, "01a229dc-f117-7e91-85a6-a705d046a8e2");
+        assert!(r.native_path.starts_with(state.path().join("codex-home/sessions/2026/11/30")));
+        assert!(r.native_path.file_name().unwrap().to_str().unwrap().ends_with("-01a229dc-f117-7e91-85a6-a705d046a8e2.jsonl"));
+        let re = parse::parse_file(&r.native_path).unwrap();
+        assert_eq!(re.plan().max_boundary(), n);
+        for b in &re.plan().batches {
+            for call in &b.calls {
+                assert_eq!(call.original.as_ref().unwrap(), &obs[&call.call_id]);
+            }
+        }
+        let last = r.prefix.last().unwrap();
+        assert!(last["type"].as_str().unwrap().ends_with("_output"));
+        let cfg = std::fs::read_to_string(state.path().join("codex-home/config.toml")).unwrap();
+        assert!(cfg.contains("wire_api = \"responses\"") && cfg.contains("model = \"gpt-5.5\""), "{cfg}");
+    }
+}
+
+#[test]
+fn prefix_equals_original_request_n_plus_1() {
+    let path = fixture("genuine/rollout-run1.jsonl");
+    let a = Codex::default();
+    let plan = a.parse(&path, &std::fs::read(&path).unwrap()).unwrap();
+    let reqs: Vec<Value> = std::fs::read_to_string(fixture("genuine/requests-run1.jsonl")).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let originals: BTreeMap<String, Observation> =
+        plan.batches.iter().flat_map(|b| b.calls.iter().map(|c| (c.call_id.clone(), c.original.clone().unwrap()))).collect();
+    for n in 1..=plan.max_boundary() {
+        let state = tempfile::tempdir().unwrap();
+        let art = state.path().join("a.jsonl");
+        let r = a
+            .rebuild(&RebuildRequest { source: &path, plan: &plan, after_step: n, observations: &originals, workspace: state.path(), state_dir: state.path(), artifact_path: &art })
+            .unwrap();
+        let input = reqs[n]["body"]["input"].as_array().unwrap();
+        assert_eq!(&r.prefix, input, "boundary {n}");
+        // Prepare-only: the rebuilt rollout is the original's first lines, byte for byte.
+        let orig = std::fs::read_to_string(&path).unwrap();
+        assert!(orig.starts_with(&std::fs::read_to_string(&r.native_path).unwrap()));
+    }
+    assert_eq!(rebuild::model_of(&parse::parse_file(&path).unwrap(), 100).as_deref(), Some("gpt-5.5"));
+}
+
+#[test]
+fn tool_texts() {
+    let a = Codex::default();
+    let ws = tempfile::tempdir().unwrap();
+    let c = ctx(ws.path());
+    let call = |tool: &str, input: Value| pvisor::adapter::ToolCall {
+        call_id: "c".into(),
+        tool: tool.into(),
+        input,
+        original: None,
+        locator: pvisor::adapter::Locator { line: 1, native_id: None },
+    };
+    let t = |tool: &str, input: Value| tools::mask_dynamic(&a.execute(&call(tool, input), &c).unwrap().observation.text);
+    assert_eq!(t("update_plan", serde_json::json!({"plan":[{"step":"a","status":"pending"}]})), "Plan updated");
+    assert_eq!(
+        t("exec_command", serde_json::json!({"cmd":"echo out; echo err >&2; exit 3"})),
+        "Chunk ID: <dynamic>\nWall time: <dynamic> seconds\nProcess exited with code 3\nOriginal token count: 2\nOutput:\nout\nerr\n"
+    );
+    assert_eq!(t("shell", serde_json::json!({"command":["bash","-c","printf hi"]})), "Exit code: 0\nWall time: <dynamic> seconds\nOutput:\nhi");
+    assert_eq!(t("shell_command", serde_json::json!({"command":"false"})), "Exit code: 1\nWall time: <dynamic> seconds\nOutput:\n");
+    assert_eq!(
+        t("apply_patch", serde_json::json!({"input":"*** Begin Patch\n*** Add File: d/x.txt\n+x\n*** End Patch"})),
+        "Exit code: 0\nWall time: <dynamic> seconds\nOutput:\nSuccess. Updated the following files:\nA d/x.txt\n"
+    );
+    assert_eq!(std::fs::read_to_string(ws.path().join("d/x.txt")).unwrap(), "x\n");
+    // A long-running command keeps its session; write_stdin polls it to the end.
+    let first = a.execute(&call("exec_command", serde_json::json!({"cmd":"echo start; sleep 1; echo end","yield_time_ms":250})), &c).unwrap().observation.text;
+    assert!(first.contains("Process running with session ID "), "{first}");
+    let id: String = first.lines().find_map(|l| l.strip_prefix("Process running with session ID ")).unwrap().into();
+    let second = a.execute(&call("write_stdin", serde_json::json!({"session_id": id.parse::<u64>().unwrap(), "chars":"", "yield_time_ms": 5000})), &c).unwrap().observation.text;
+    assert!(second.contains("\nProcess exited with code 0\nOriginal token count: "), "{second}");
+    let out = |t: &str| t.split_once("\nOutput:\n").unwrap().1.to_string();
+    assert_eq!(out(&first) + &out(&second), "start\nend\n");
+    // Unknown tool: refused.
+    assert!(a.execute(&call("frobnicate", serde_json::json!({})), &c).is_err());
+    assert_eq!(a.classify(&call("frobnicate", serde_json::json!({}))), ToolClass::Unknown);
+}
+
+mod mutations {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+        #[test]
+        fn mutated_rollouts_never_panic(pos in 0usize..100_000, byte in any::<u8>(), cut in 0usize..100_000, mode in 0u8..3) {
+            let mut bytes = std::fs::read(fixture("genuine/rollout-final.jsonl")).unwrap();
+            match mode {
+                0 => { let i = pos % bytes.len(); bytes[i] = byte; }
+                1 => { let i = cut % bytes.len(); bytes.truncate(i); }
+                _ => { let i = pos % bytes.len(); bytes.insert(i, byte); }
+            }
+            match parse::parse_bytes(Path::new("m.jsonl"), &bytes) {
+                Ok(p) => { let _ = p.plan().max_boundary(); }
+                Err(e) => prop_assert!(e.line > 0 || e.field == "file", "{e}"),
+            }
+        }
+    }
+
+    #[test]
+    fn orphan_output_and_missing_meta_name_lines() {
+        let src = std::fs::read_to_string(fixture("genuine/rollout-final.jsonl")).unwrap();
+        let lines: Vec<&str> = src.lines().collect();
+        let no_call: String = lines.iter().enumerate().filter(|(i, _)| *i != 12).map(|(_, l)| format!("{l}\n")).collect();
+        let e = parse::parse_bytes(Path::new("m"), no_call.as_bytes()).unwrap_err();
+        assert_eq!(e.line, 14, "{e}");
+        assert!(e.message.contains("unknown call"), "{e}");
+        let no_meta: String = lines[1..].iter().map(|l| format!("{l}\n")).collect();
+        let e = parse::parse_bytes(Path::new("m"), no_meta.as_bytes()).unwrap_err();
+        assert!(e.message.contains("session_meta"), "{e}");
+    }
+}

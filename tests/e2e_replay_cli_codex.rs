@@ -1,0 +1,225 @@
+//! Acceptance: `pvisor replay --agent codex` from the command line on the genuine Codex CLI
+//! 0.149.0 rollout (`tests/fixtures/codex/genuine`), at every boundary, prepare-only and
+//! replay-only and continued with the real codex, in a fresh workspace at the original path
+//! (`/tmp/realagent-codex.BU6ewi/work`, lock `/tmp/pvisor-rec-codex-genuine.lock`): Codex
+//! re-sends its `<environment_context>` when the cwd differs, and the bridge refuses that.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use fs2::FileExt;
+use serde_json::Value;
+
+const WORK: &str = "/tmp/realagent-codex.BU6ewi/work";
+
+fn lock() -> std::fs::File {
+    let f = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open("/tmp/pvisor-rec-codex-genuine.lock").unwrap();
+    f.lock_exclusive().unwrap();
+    f
+}
+
+fn rollout() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex/genuine/rollout-final.jsonl")
+}
+
+fn reset() {
+    let _ = std::fs::remove_dir_all(WORK);
+    std::fs::create_dir_all(WORK).unwrap();
+}
+
+fn files(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    v.sort();
+    v
+}
+
+fn replay(root: &Path, run_id: &str, after: usize, extra: &[&str]) -> (i32, Value, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_pvisor"))
+        .args(["replay", "--agent", "codex", "--run-id", run_id, "--after-step", &after.to_string()])
+        .arg("--trajectory")
+        .arg(rollout())
+        .arg("--workspace")
+        .arg(WORK)
+        .arg("--state-dir")
+        .arg(root.join("state"))
+        .arg("--output-dir")
+        .arg(root.join("out"))
+        .args(extra)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let v: Value = serde_json::from_str(stdout.lines().last().unwrap_or("{}")).unwrap_or_else(|e| panic!("{e}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.code().unwrap_or(-1), v, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn refold(state: &Path) -> Value {
+    let (_, evs, _) = pvisor::journal::Journal::open_dir(state).unwrap();
+    serde_json::to_value(pvisor::fold::derive(&pvisor::fold::fold(&evs).unwrap())).unwrap()
+}
+
+#[test]
+fn every_boundary_prepare_and_replay_only() {
+    let _l = lock();
+    let root = tempfile::tempdir().unwrap();
+    let plan = pvisor::adapters::codex::parse_file(&rollout()).unwrap().plan().clone();
+    assert_eq!(plan.max_boundary(), 5);
+    for n in 1..=plan.max_boundary() {
+        reset();
+        let id = format!("p{n}");
+        let (code, r, err) = replay(root.path(), &id, n, &["--prepare-only"]);
+        assert_eq!(code, 0, "N={n} prepare-only: {err}\n{r}");
+        assert_eq!(r["phase"], "prepared");
+        assert!(files(Path::new(WORK)).is_empty(), "prepare-only touched the workspace");
+        assert_eq!(refold(&root.path().join("state").join(&id)), r);
+
+        reset();
+        let id = format!("r{n}");
+        let (code, r, err) = replay(root.path(), &id, n, &["--replay-only"]);
+        assert_eq!(code, 0, "N={n} replay-only: {err}\n{r}");
+        assert_eq!(r["phase"], "replayed");
+        let cmp = std::fs::read_to_string(root.path().join("out").join(&id).join("observation-comparison.json")).unwrap_or_default();
+        assert_eq!(r["metadata"]["observations"]["different"], 0, "N={n}: {cmp}");
+        assert_eq!(r["replayed_tool_calls"].as_u64().unwrap() as usize, plan.batches[..n].iter().map(|b| b.calls.len()).sum::<usize>());
+        assert_eq!(refold(&root.path().join("state").join(&id)), r);
+        let expect: &[&str] = if n == 1 { &["a.txt"] } else { &["a.txt", "notes.txt"] };
+        assert_eq!(files(Path::new(WORK)), expect, "N={n}");
+    }
+}
+
+#[test]
+fn code_mode_is_refused_before_anything_runs() {
+    let _l = lock();
+    reset();
+    let root = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_pvisor"))
+        .args(["replay", "--agent", "codex", "--run-id", "cm", "--after-step", "2", "--replay-only"])
+        .arg("--trajectory")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex/codemode/rollout-run1.jsonl"))
+        .arg("--workspace")
+        .arg(WORK)
+        .arg("--state-dir")
+        .arg(root.path().join("state"))
+        .arg("--output-dir")
+        .arg(root.path().join("out"))
+        .output()
+        .unwrap();
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    assert_ne!(out.status.code(), Some(0), "{r}");
+    assert!(r["failure"]["message"].as_str().unwrap_or("").contains("exec"), "{r}");
+    assert!(files(Path::new(WORK)).is_empty(), "a refused replay ran something");
+}
+
+fn codex_entrypoint() -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new("bash").arg(root.join("scripts/install-agents.sh")).arg("codex").stdin(std::process::Stdio::null()).output().expect("run scripts/install-agents.sh");
+    assert!(out.status.success(), "installing the pinned Codex failed:\n{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).lines().last().unwrap().trim().to_string()
+}
+
+fn main_requests(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log).unwrap_or_default().lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|r| r["kind"] == "main").collect()
+}
+
+/// Mask the declared dynamic fields of a Responses request body: the fresh observations'
+/// chunk ids and wall times, and Codex's per-turn metadata (turn ids, installation id,
+/// turn start time).
+fn masked(body: &Value) -> Value {
+    let mut b = body.clone();
+    if let Some(items) = b["input"].as_array_mut() {
+        for it in items {
+            if let Some(o) = it.get("output").and_then(Value::as_str) {
+                it["output"] = Value::String(pvisor::adapters::codex::tools::mask_dynamic(o));
+            }
+        }
+    }
+    if let Some(o) = b.as_object_mut() {
+        o.remove("client_metadata");
+    }
+    b
+}
+
+#[test]
+fn every_boundary_continues_with_the_real_codex() {
+    let _l = lock();
+    let entry = codex_entrypoint();
+    let root = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex/five-step/script.json");
+    let plan = pvisor::adapters::codex::parse_file(&rollout()).unwrap().plan().clone();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex/genuine");
+    let mut originals = main_requests_all(&dir.join("requests-run1.jsonl"));
+    originals.extend(main_requests_all(&dir.join("requests-resume.jsonl")));
+    let script_v: Value = serde_json::from_slice(&std::fs::read(&script).unwrap()).unwrap();
+    let turns = script_v["turns"].as_array().unwrap();
+    for n in 1..=plan.max_boundary() {
+        reset();
+        let id = format!("c{n}");
+        let prefix = plan.batches[n - 1].model_turn;
+        let max = (prefix + 2).to_string();
+        let (code, r, err) = replay(root.path(), &id, n, &["--max-steps", &max, "--agent-entrypoint", &entry, "--model-script", &script.display().to_string()]);
+        let state = root.path().join("state").join(&id);
+        assert_eq!(code, 0, "N={n} continue: {err}\n{r}\n{}", std::fs::read_to_string(state.join("logs/agent-stderr.log")).unwrap_or_default());
+        assert_eq!(r["phase"], "continued");
+        assert_eq!(refold(&state), r, "N={n}: fold(journal) != printed result");
+        let got = main_requests(&state.join("logs/scripted-model.jsonl"));
+        assert!(!got.is_empty());
+        // The first upstream request is the original request that followed batch N.
+        let last_call = &plan.batches[n - 1].calls.last().unwrap().call_id;
+        let orig = originals
+            .iter()
+            .find(|q| q["body"]["input"].as_array().unwrap().iter().any(|i| i["type"].as_str().unwrap_or("").ends_with("_output") && i["call_id"] == last_call.as_str()))
+            .unwrap();
+        assert_eq!(masked(&got[0]["body"]), masked(&orig["body"]), "N={n}: first request differs from the original");
+        // Budget of 2 live steps.
+        let tool_turns = (0..2).take_while(|k| turns.get(prefix + k).map(|t| t["tool_calls"].as_array().map(|a| !a.is_empty()).unwrap_or(false)).unwrap_or(false)).count();
+        let expect = if tool_turns == 2 { "max_steps" } else { "completed" };
+        assert_eq!(r["agent_status"], expect, "N={n}: {r}");
+        // The continued rollout is clean of the transport nonce and is the same session.
+        let cont = std::fs::read_to_string(root.path().join("out").join(&id).join("native/continued-session.jsonl")).unwrap();
+        assert!(!cont.contains("pvisor-codex-resume-"), "N={n}");
+        let cp = pvisor::adapters::codex::parse_bytes(Path::new("c"), cont.as_bytes()).unwrap();
+        assert_eq!(cp.session_id, "01a229dc-f117-7e91-85a6-a705d046a8e2");
+        eprintln!("N={n}: continued ok ({expect})");
+    }
+}
+
+fn main_requests_all(log: &Path) -> Vec<Value> {
+    main_requests(log)
+}
+
+#[test]
+fn a_boundary_prompt_is_injected_once_and_never_stored() {
+    let _l = lock();
+    reset();
+    let entry = codex_entrypoint();
+    let root = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex/five-step/script.json");
+    let prompt = "Before going on, say which files exist. (pvisor-secret-c0d3x)";
+    let (code, r, err) = replay(root.path(), "bp", 2, &["--max-steps", "5", "--agent-entrypoint", &entry, "--model-script", &script.display().to_string(), "--boundary-user-prompt", prompt]);
+    assert_eq!(code, 0, "{err}\n{r}");
+    assert_eq!(r["metadata"]["boundary_user_prompt"]["injected"], true);
+    assert_eq!(r["metadata"]["boundary_user_prompt"]["injection_count"], 1);
+    assert_eq!(r["metadata"]["input_condition"], "boundary_user_prompt_appended");
+    let state = root.path().join("state/bp");
+    let got = main_requests(&state.join("logs/scripted-model.jsonl"));
+    assert!(!got.is_empty());
+    for (i, q) in got.iter().enumerate() {
+        assert_eq!(q["body"]["input"].to_string().matches("pvisor-secret-c0d3x").count(), 1, "request {i} must carry the prompt exactly once");
+    }
+    let mut leaks = vec![];
+    for dir in [state.clone(), root.path().join("out/bp")] {
+        let mut stack = vec![dir.clone()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    if !p.ends_with("logs") {
+                        stack.push(p);
+                    }
+                } else if String::from_utf8_lossy(&std::fs::read(&p).unwrap()).contains("pvisor-secret-c0d3x") {
+                    leaks.push(p);
+                }
+            }
+        }
+    }
+    assert!(leaks.is_empty(), "boundary prompt plaintext found in {leaks:?}");
+}
