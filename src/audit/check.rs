@@ -70,6 +70,9 @@ pub struct AuditReport {
     pub run: serde_json::Value,
     pub calls: Vec<CallReport>,
     pub steps: Vec<StepReport>,
+    /// Live steps a resumed attempt replaced (kept in the journal, not counted).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub superseded_steps: Vec<StepReport>,
     pub timeline: Vec<serde_json::Value>,
     pub duration_ms: Option<u64>,
 }
@@ -277,6 +280,7 @@ pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalErro
         })
         .collect();
     let steps = state.steps.iter().map(|s| StepReport { n: s.n, action_digest: s.action_digest.clone(), tools: s.tools.clone() }).collect();
+    let superseded_steps = state.superseded_steps.iter().map(|s| StepReport { n: s.n, action_digest: s.action_digest.clone(), tools: s.tools.clone() }).collect();
     let timeline = events
         .iter()
         .map(|e| serde_json::json!({ "seq": e.seq, "at": crate::report::export::rfc3339(e.at_ms), "event": e.event.name(), "summary": crate::report::summary(&e.event) }))
@@ -297,6 +301,7 @@ pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalErro
         run: derived,
         calls,
         steps,
+        superseded_steps,
         timeline,
         duration_ms,
     })

@@ -62,5 +62,11 @@ pub fn render(r: &AuditReport) -> String {
             let _ = writeln!(s, "  step {:<3} {}  {}", st.n, &st.action_digest[..st.action_digest.len().min(19)], st.tools.join(", "));
         }
     }
+    if !r.superseded_steps.is_empty() {
+        let _ = writeln!(s, "\nsuperseded live steps (replaced by a resumed attempt):");
+        for st in &r.superseded_steps {
+            let _ = writeln!(s, "  step {:<3} {}  {}", st.n, &st.action_digest[..st.action_digest.len().min(19)], st.tools.join(", "));
+        }
+    }
     s
 }
