@@ -136,7 +136,18 @@ pub fn format_unified(wall: Duration, exit: Option<i32>, session: Option<&str>, 
     }
     s.push(format!("Original token count: {}", approx_tokens(output)));
     s.push("Output:".into());
-    s.push(truncate_middle(output, max_tokens));
+    if output.len() > max_tokens.saturating_mul(4) {
+        // Recorded (tests/fixtures/codex/recorded/commands, `max_output_tokens: 60`): a
+        // warning and the line count precede the middle-truncated output.
+        s.push(format!(
+            "Warning: truncated output (original token count: {})\nTotal output lines: {}\n\n{}",
+            approx_tokens(output),
+            output.lines().count(),
+            truncate_middle(output, max_tokens)
+        ));
+    } else {
+        s.push(output.to_string());
+    }
     s.join("\n")
 }
 
