@@ -528,3 +528,17 @@ pub fn request_placeholders(turn: Turn, raw: &[u8]) -> Turn {
     let v = fill(serde_json::to_value(&turn).expect("turn serializes"), &id);
     serde_json::from_value(v).expect("filled turn deserializes")
 }
+
+#[cfg(test)]
+mod placeholder_tests {
+    use super::*;
+
+    #[test]
+    fn last_session_id_comes_from_the_request() {
+        let t: Turn = serde_json::from_value(serde_json::json!({"tool_calls": [{"name": "write_stdin", "input": {"session_id": "${LAST_SESSION_ID}", "chars": "id ${LAST_SESSION_ID}"}}]})).unwrap();
+        let raw = br#"{"input":[{"output":"Process running with session ID 111\n"},{"output":"Process running with session ID 27008\nOutput:"}]}"#;
+        let f = request_placeholders(t.clone(), raw);
+        assert_eq!(f.tool_calls[0].input, serde_json::json!({"session_id": 27008, "chars": "id 27008"}));
+        assert_eq!(request_placeholders(t.clone(), b"{}"), t);
+    }
+}

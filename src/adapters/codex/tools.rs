@@ -479,6 +479,17 @@ mod tests {
     }
 
     #[test]
+    fn unified_truncation_as_recorded() {
+        // tests/fixtures/codex/recorded/commands: `seq 1 2000` with max_output_tokens 60.
+        let out: String = (1..=2000).map(|i| format!("{i}\n")).collect();
+        let t = format_unified(Duration::ZERO, Some(0), None, &out, 60);
+        let body = t.split_once("Output:\n").unwrap().1;
+        assert!(body.starts_with("Warning: truncated output (original token count: 2224)\nTotal output lines: 2000\n\n1\n2\n"), "{body}");
+        assert!(body.contains("43\n…2164 tokens truncated…1977\n"), "{body}");
+        assert!(!format_unified(Duration::ZERO, Some(0), None, "a\n", 60).contains("Warning"));
+    }
+
+    #[test]
     fn freeform_zero() {
         assert_eq!(format_freeform(0, Duration::from_millis(3), "ok\n"), "Exit code: 0\nWall time: 0 seconds\nOutput:\nok\n");
         assert_eq!(format_freeform(2, Duration::from_millis(260), "x"), "Exit code: 2\nWall time: 0.3 seconds\nOutput:\nx");
