@@ -465,7 +465,7 @@ fn model_request(state: &State, protocol: Protocol, raw: &[u8], body: &Value, re
                 Protocol::Chat => history::chat_turns(body),
             };
             let (t, exhausted) = state.script.turn(index);
-            (t, Some(index), exhausted, RequestKind::Main)
+            (request_placeholders(t, raw), Some(index), exhausted, RequestKind::Main)
         }
     };
     let tag = index.map(ids::tag).unwrap_or_else(|| "side".to_string());
@@ -498,4 +498,47 @@ fn model_request(state: &State, protocol: Protocol, raw: &[u8], body: &Value, re
         (Protocol::Chat, false) => json_response(StatusCode::OK, &openai::chat_completion(&reply), request_id),
     };
     Outcome { response, kind, protocol: Some(protocol), stream, turn: index, exhausted, answer: Some(reply.turn), tool_call_ids }
+}
+
+/// Placeholders filled from the request itself (not known when the script is written):
+/// `${LAST_SESSION_ID}` = the last `Process running with session ID <n>` in the request
+/// (Codex's unified exec session ids are random). A string that is exactly the placeholder
+/// becomes the number. Left as is when the request has none.
+pub fn request_placeholders(turn: Turn, raw: &[u8]) -> Turn {
+    const PH: &str = "${LAST_SESSION_ID}";
+    const MARK: &str = "Process running with session ID ";
+    let body = String::from_utf8_lossy(raw);
+    let Some(pos) = body.rfind(MARK) else { return turn };
+    let id: String = body[pos + MARK.len()..].chars().take_while(|c| c.is_ascii_digit()).collect();
+    if id.is_empty() {
+        return turn;
+    }
+    fn fill(v: Value, id: &str) -> Value {
+        match v {
+            Value::String(s) if s == "${LAST_SESSION_ID}" => id.parse::<u64>().map(Value::from).unwrap_or(Value::String(id.to_string())),
+            Value::String(s) => Value::String(s.replace("${LAST_SESSION_ID}", id)),
+            Value::Array(a) => Value::Array(a.into_iter().map(|x| fill(x, id)).collect()),
+            Value::Object(o) => Value::Object(o.into_iter().map(|(k, x)| (k, fill(x, id))).collect()),
+            other => other,
+        }
+    }
+    if !serde_json::to_string(&turn).map(|s| s.contains(PH)).unwrap_or(false) {
+        return turn;
+    }
+    let v = fill(serde_json::to_value(&turn).expect("turn serializes"), &id);
+    serde_json::from_value(v).expect("filled turn deserializes")
+}
+
+#[cfg(test)]
+mod placeholder_tests {
+    use super::*;
+
+    #[test]
+    fn last_session_id_comes_from_the_request() {
+        let t: Turn = serde_json::from_value(serde_json::json!({"tool_calls": [{"name": "write_stdin", "input": {"session_id": "${LAST_SESSION_ID}", "chars": "id ${LAST_SESSION_ID}"}}]})).unwrap();
+        let raw = br#"{"input":[{"output":"Process running with session ID 111\n"},{"output":"Process running with session ID 27008\nOutput:"}]}"#;
+        let f = request_placeholders(t.clone(), raw);
+        assert_eq!(f.tool_calls[0].input, serde_json::json!({"session_id": 27008, "chars": "id 27008"}));
+        assert_eq!(request_placeholders(t.clone(), b"{}"), t);
+    }
 }

@@ -5,7 +5,10 @@
 //! Texts (present in the 0.149.0 binary, confirmed on the genuine rollouts where exercised):
 //! - success: `Success. Updated the following files:\n` then `A <path>\n` / `M <path>\n` /
 //!   `D <path>\n` (added, then modified, then deleted; paths as written in the patch);
-//! - parse errors: `Invalid patch: <msg>` and `Invalid patch hunk on line <n>: <msg>`;
+//! - parse errors (the freeform tool goes through Codex's verified parse, so they carry the
+//!   same prefix): `apply_patch verification failed: invalid patch: <msg>` and
+//!   `apply_patch verification failed: invalid hunk at line <n>, <msg>` (the latter recorded
+//!   in `tests/fixtures/codex/recorded/patches`);
 //! - verification errors: `apply_patch verification failed: <msg>` with
 //!   `Failed to find context '<ctx>' in <abs path>` or
 //!   `Failed to find expected lines in <abs path>:\n<old lines>`.
@@ -37,8 +40,8 @@ pub enum ParseError {
 impl std::fmt::Display for ParseError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ParseError::InvalidPatch(m) => write!(f, "Invalid patch: {m}"),
-            ParseError::InvalidHunk { message, line_number } => write!(f, "Invalid patch hunk on line {line_number}: {message}"),
+            ParseError::InvalidPatch(m) => write!(f, "invalid patch: {m}"),
+            ParseError::InvalidHunk { message, line_number } => write!(f, "invalid hunk at line {line_number}, {message}"),
         }
     }
 }
@@ -273,10 +276,10 @@ pub enum PatchOutcome {
 pub fn apply(patch: &str, cwd: &Path, resolve: &dyn Fn(&str) -> Result<PathBuf, String>) -> PatchOutcome {
     let hunks = match parse(patch) {
         Ok(h) => h,
-        Err(e) => return PatchOutcome::Rejected(e.to_string()),
+        Err(e) => return PatchOutcome::Rejected(format!("apply_patch verification failed: {e}")),
     };
     if hunks.is_empty() {
-        return PatchOutcome::Rejected("No files were modified.".into());
+        return PatchOutcome::Rejected("patch rejected: empty patch".into());
     }
     let _ = cwd;
     let mut changes = Vec::new();
@@ -382,6 +385,6 @@ mod tests {
             PatchOutcome::Rejected(t) => assert_eq!(t, format!("apply_patch verification failed: Failed to find expected lines in {}:\nline one\nline two", d.path().join("notes.txt").display())),
             o => panic!("{o:?}"),
         }
-        assert_eq!(apply("garbage", d.path(), &r), PatchOutcome::Rejected("Invalid patch: The first line of the patch must be '*** Begin Patch'".into()));
+        assert_eq!(apply("garbage", d.path(), &r), PatchOutcome::Rejected("apply_patch verification failed: invalid patch: The first line of the patch must be '*** Begin Patch'".into()));
     }
 }

@@ -136,7 +136,18 @@ pub fn format_unified(wall: Duration, exit: Option<i32>, session: Option<&str>, 
     }
     s.push(format!("Original token count: {}", approx_tokens(output)));
     s.push("Output:".into());
-    s.push(truncate_middle(output, max_tokens));
+    if output.len() > max_tokens.saturating_mul(4) {
+        // Recorded (tests/fixtures/codex/recorded/commands, `max_output_tokens: 60`): a
+        // warning and the line count precede the middle-truncated output.
+        s.push(format!(
+            "Warning: truncated output (original token count: {})\nTotal output lines: {}\n\n{}",
+            approx_tokens(output),
+            output.lines().count(),
+            truncate_middle(output, max_tokens)
+        ));
+    } else {
+        s.push(output.to_string());
+    }
     s.join("\n")
 }
 
@@ -465,6 +476,17 @@ mod tests {
         assert_eq!(mask_dynamic(a), mask_dynamic(b));
         assert_eq!(mask_dynamic("Exit code: 0\nWall time: 0 seconds\nOutput:\nx"), mask_dynamic("Exit code: 0\nWall time: 0.1 seconds\nOutput:\nx"));
         assert_ne!(mask_dynamic(a), mask_dynamic(&a.replace("a.txt", "b.txt")));
+    }
+
+    #[test]
+    fn unified_truncation_as_recorded() {
+        // tests/fixtures/codex/recorded/commands: `seq 1 2000` with max_output_tokens 60.
+        let out: String = (1..=2000).map(|i| format!("{i}\n")).collect();
+        let t = format_unified(Duration::ZERO, Some(0), None, &out, 60);
+        let body = t.split_once("Output:\n").unwrap().1;
+        assert!(body.starts_with("Warning: truncated output (original token count: 2224)\nTotal output lines: 2000\n\n1\n2\n"), "{body}");
+        assert!(body.contains("43\n…2164 tokens truncated…1977\n"), "{body}");
+        assert!(!format_unified(Duration::ZERO, Some(0), None, "a\n", 60).contains("Warning"));
     }
 
     #[test]
