@@ -223,3 +223,52 @@ fn a_boundary_prompt_is_injected_once_and_never_stored() {
     }
     assert!(leaks.is_empty(), "boundary prompt plaintext found in {leaks:?}");
 }
+
+/// A rollout recorded on another day: Codex would re-send its `<environment_context>` (the
+/// stored date differs from today's) and the bridge would refuse; the continuation pins the
+/// stored, never model-visible date so request 1 still ends at O′N.
+#[test]
+fn a_rollout_recorded_on_another_day_continues() {
+    let _l = lock();
+    let entry = codex_entrypoint();
+    let root = tempfile::tempdir().unwrap();
+    let old = root.path().join("rollout-old-day.jsonl");
+    let mut patched = 0;
+    let text: String = std::fs::read_to_string(rollout())
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            if matches!(v["type"].as_str(), Some("turn_context") | Some("world_state")) && l.contains("\"current_date\":") {
+                patched += 1;
+                let re = regex::Regex::new(r#""current_date":\s*"\d{4}-\d{2}-\d{2}""#).unwrap();
+                return re.replace_all(l, "\"current_date\":\"2025-01-02\"").into_owned() + "\n";
+            }
+            l.to_string() + "\n"
+        })
+        .collect();
+    assert!(patched > 0);
+    std::fs::write(&old, text).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex/five-step/script.json");
+    reset();
+    let out = Command::new(env!("CARGO_BIN_EXE_pvisor"))
+        .args(["replay", "--agent", "codex", "--run-id", "old-day", "--after-step", "1", "--max-steps", "3"])
+        .arg("--trajectory")
+        .arg(&old)
+        .arg("--workspace")
+        .arg(WORK)
+        .arg("--state-dir")
+        .arg(root.path().join("state"))
+        .arg("--output-dir")
+        .arg(root.path().join("out"))
+        .args(["--agent-entrypoint", &entry, "--model-script", &script.display().to_string()])
+        .output()
+        .unwrap();
+    let r: Value = serde_json::from_slice(out.stdout.trim_ascii_end().rsplit(|b| *b == b'\n').next().unwrap()).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{r}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(r["phase"], "continued");
+    let got = main_requests(&root.path().join("state/old-day/logs/scripted-model.jsonl"));
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex/genuine");
+    let originals = main_requests_all(&dir.join("requests-run1.jsonl"));
+    assert_eq!(masked(&got[0]["body"])["input"], masked(&originals[1]["body"])["input"], "request 1 must end at O′N with no environment item added");
+}

@@ -33,6 +33,8 @@ pub struct CodexContinuation {
     pub model: Option<String>,
     pub path_env: String,
     rebuilt: Vec<u8>,
+    /// The timezone of the recorded run (`TZ` of the continuation).
+    timezone: Option<String>,
     thread_id: Option<String>,
     turn_completed: bool,
     turn_failed: Option<String>,
@@ -40,6 +42,7 @@ pub struct CodexContinuation {
 
 impl CodexContinuation {
     pub fn new(entrypoint: &Path, session: &RebuiltSession, workspace: &Path, state_dir: &Path, continued_artifact: &Path) -> Result<Self, AdapterError> {
+        let timezone = pin_environment_date(&session.native_path)?;
         let rebuilt = std::fs::read(&session.native_path).map_err(|source| AdapterError::Io { path: session.native_path.clone(), source })?;
         let nonce = format!("pvisor-codex-resume-{}", &crate::bridge::random_key()[4..36]);
         Ok(CodexContinuation {
@@ -53,6 +56,7 @@ impl CodexContinuation {
             model: None,
             path_env: "/usr/local/bin:/usr/bin:/bin".into(),
             rebuilt,
+            timezone,
             thread_id: None,
             turn_completed: false,
             turn_failed: None,
@@ -161,7 +165,10 @@ impl ContinuationAgent for CodexContinuation {
                 ("HOME".into(), home.display().to_string()),
                 ("CODEX_HOME".into(), self.codex_home.display().to_string()),
                 (API_KEY_ENV.into(), bridge_key.into()),
-            ],
+            ]
+            .into_iter()
+            .chain(self.timezone.iter().map(|tz| ("TZ".to_string(), tz.clone())))
+            .collect(),
             cwd: self.workspace.clone(),
             stdin: StdinMode::Null,
         })
@@ -252,4 +259,69 @@ impl ContinuationAgent for CodexContinuation {
             removed,
         }))
     }
+}
+
+/// Codex 0.149.0 compares the environment stored in the rollout's last `world_state` /
+/// `turn_context` records with the live one, and re-sends `<environment_context>` after the
+/// boundary when they differ, so request 1 would not end at O′N. A replay runs on another
+/// day than the recording: the stored `current_date` (never shown to the model: the
+/// model-visible environment message of the prefix is left as recorded) is set to the date
+/// Codex will compute, in the recorded timezone, which the continuation runs in (`TZ`).
+/// Returns that timezone. Done right before the agent starts (the rebuilt session and its
+/// journaled digest stay as rebuilt).
+pub fn pin_environment_date(rollout: &Path) -> Result<Option<String>, AdapterError> {
+    let text = std::fs::read_to_string(rollout).map_err(|source| AdapterError::Io { path: rollout.to_path_buf(), source })?;
+    fn fields(v: &mut Value) -> Vec<&mut Value> {
+        let mut out = vec![];
+        let ty = v.get("type").and_then(Value::as_str).unwrap_or("").to_string();
+        let Some(p) = v.get_mut("payload") else { return out };
+        if ty == "turn_context" {
+            out.push(p);
+        } else if ty == "world_state" {
+            if let Some(e) = p.get_mut("state").and_then(|s| s.get_mut("environments")) {
+                out.push(e);
+            }
+        }
+        out
+    }
+    let mut tz: Option<String> = None;
+    for line in text.lines() {
+        if let Ok(mut v) = serde_json::from_str::<Value>(line) {
+            for f in fields(&mut v) {
+                if let Some(t) = f.get("timezone").and_then(Value::as_str) {
+                    tz = Some(t.to_string());
+                }
+            }
+        }
+    }
+    let Some(zone) = tz.clone() else { return Ok(None) };
+    let out = std::process::Command::new("date").env("TZ", &zone).arg("+%F").output().map_err(|source| AdapterError::Io { path: "date".into(), source })?;
+    let today = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if today.len() != 10 {
+        return Err(AdapterError::Continuation(format!("cannot compute today's date in {zone}")));
+    }
+    let mut changed = false;
+    let mut new = String::with_capacity(text.len());
+    for line in text.lines() {
+        let mut kept = line.to_string();
+        if let Ok(mut v) = serde_json::from_str::<Value>(line) {
+            let mut touched = false;
+            for f in fields(&mut v) {
+                if f.get("current_date").and_then(Value::as_str).is_some_and(|d| d != today) {
+                    f["current_date"] = Value::String(today.clone());
+                    touched = true;
+                }
+            }
+            if touched {
+                kept = serde_json::to_string(&v).expect("serialize a JSON value");
+                changed = true;
+            }
+        }
+        new.push_str(&kept);
+        new.push('\n');
+    }
+    if changed {
+        std::fs::write(rollout, new).map_err(|source| AdapterError::Io { path: rollout.to_path_buf(), source })?;
+    }
+    Ok(Some(zone))
 }
