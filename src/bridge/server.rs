@@ -450,6 +450,23 @@ fn prepare(sh: &Shared, mut body: Value) -> Result<Prepared, (u64, String)> {
         apply_removal(&mut msgs, &r);
         removed.push(cfg.transport.item_name().to_string());
     }
+    if matches!(cfg.transport, TransportRule::ClaudeResumeText { .. }) {
+        // Claude Code resumed on another day than the session's last turn adds a `system`
+        // notice "The date has changed. Today's date is now …" right after the boundary,
+        // and keeps it there in every later request. It is resume scaffolding caused by the
+        // replay running later, not part of O′N: removed, with its cache breakpoint moved
+        // back to the boundary message's last block (where Claude puts it otherwise).
+        if msgs.get(plen).is_some_and(super::transport::is_claude_date_change_notice) {
+            let m = msgs.remove(plen);
+            removed.push("claude:date_change_notice".to_string());
+            let cc = m.pointer("/content").and_then(Value::as_array).and_then(|a| a.last()).and_then(|b| b.get("cache_control")).cloned();
+            if let (Some(cc), Some(prev)) = (cc, plen.checked_sub(1).and_then(|i| msgs.get_mut(i))) {
+                if let Some(last) = prev.get_mut("content").and_then(Value::as_array_mut).and_then(|a| a.last_mut()).and_then(Value::as_object_mut) {
+                    last.entry("cache_control").or_insert(cc);
+                }
+            }
+        }
+    }
     if let Some(t) = cfg.transport.text() {
         if text_block_remains(&msgs, t) {
             return Err((n, format!("the transport item `{}` appears outside its place", cfg.transport.item_name())));
