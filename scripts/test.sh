@@ -24,6 +24,12 @@ if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null;
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >&2
 fi
 
+if [ ! -f /usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1 ]; then
+    echo "== installing faketime (a test replays days after the recording) ==" >&2
+    command -v apt-get >/dev/null || { echo "scripts/test.sh: libfaketime is required (apt-get not found)" >&2; exit 1; }
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq faketime >&2
+fi
+
 echo "== cargo test --workspace ==" >&2
 # One build, shared by every test binary; tests run in parallel within each binary.
 cargo test --workspace --no-fail-fast "$@"
