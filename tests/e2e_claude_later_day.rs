@@ -61,6 +61,11 @@ fn a_replay_three_days_later_still_sends_the_original_request() {
     let orig = main_requests(&rec.join("requests.jsonl"));
     assert_eq!(got[0]["body"]["messages"], orig[2]["body"]["messages"], "request 1 must be the original request N+1");
     assert_eq!(got[0]["body"]["system"], orig[2]["body"]["system"]);
+    // later requests carry the live turns; the notice is removed from them too
+    for (i, q) in got.iter().enumerate() {
+        assert!(!q["body"]["messages"].to_string().contains("The date has changed"), "request {} carries the date notice", i + 1);
+    }
+    assert_eq!(got[1]["body"]["messages"], orig[3]["body"]["messages"], "request 2 (after a live step) equals the original too");
     // the notice really was there and was removed by the bridge (journaled)
     let export = String::from_utf8(Command::new(env!("CARGO_BIN_EXE_pvisor")).args(["journal", "export"]).arg(&state).output().unwrap().stdout).unwrap();
     assert!(export.contains("claude:date_change_notice"), "the bridge journal shows no removed date notice: the clock was not faked?");

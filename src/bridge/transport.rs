@@ -123,10 +123,15 @@ pub fn is_codex_skills_item(m: &Value) -> bool {
 /// Is `m` Claude Code's date-change notice (a `system` turn with one text block, rendered
 /// from a `date` attachment with `changed: true`)?
 pub fn is_claude_date_change_notice(m: &Value) -> bool {
+    let notice = |t: &str| t.starts_with("The date has changed. Today's date is now ") || t.starts_with("The UTC date is now ");
     role(m) == Some("system")
-        && m.get("content").and_then(Value::as_array).is_some_and(|a| {
-            a.len() == 1 && a[0].get("text").and_then(Value::as_str).is_some_and(|t| t.starts_with("The date has changed. Today's date is now ") || t.starts_with("The UTC date is now "))
-        })
+        && match m.get("content") {
+            // the last message carries the cache breakpoint, so it is a block list
+            Some(Value::Array(a)) => a.len() == 1 && a[0].get("text").and_then(Value::as_str).is_some_and(notice),
+            // earlier in the list it is a plain string
+            Some(Value::String(t)) => notice(t),
+            _ => false,
+        }
 }
 
 fn is_sole_text_user(m: &Value, text: &str) -> bool {
