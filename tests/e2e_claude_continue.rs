@@ -198,30 +198,10 @@ fn mains(r: &Run) -> Vec<&LoggedRequest> {
     r.upstream.iter().filter(|q| q.kind == pvisor::model::RequestKind::Main).collect()
 }
 
-/// Paths where two JSON values differ.
-fn diff_paths(a: &Value, b: &Value, path: String, out: &mut Vec<String>) {
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            for k in x.keys().chain(y.keys().filter(|k| !x.contains_key(*k))) {
-                match (x.get(k), y.get(k)) {
-                    (Some(p), Some(q)) => diff_paths(p, q, format!("{path}/{k}"), out),
-                    _ => out.push(format!("{path}/{k}")),
-                }
-            }
-        }
-        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
-            for (i, (p, q)) in x.iter().zip(y).enumerate() {
-                diff_paths(p, q, format!("{path}[{i}]"), out);
-            }
-        }
-        _ if a == b => {}
-        _ => out.push(path),
-    }
-}
 
 fn body_diff(original: &Value, got: &Value) -> Vec<String> {
     let mut out = Vec::new();
-    diff_paths(original, got, String::new(), &mut out);
+    claude::diff_paths(original, got, String::new(), &mut out);
     out
 }
 

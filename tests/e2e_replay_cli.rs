@@ -92,25 +92,6 @@ fn original_after(rec: &Path, call_id: &str) -> Value {
         .unwrap_or_else(|| panic!("no original request of {} carries the result of {call_id}", rec.display()))
 }
 
-fn diff_paths(a: &Value, b: &Value, path: String, out: &mut Vec<String>) {
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            for k in x.keys().chain(y.keys().filter(|k| !x.contains_key(*k))) {
-                match (x.get(k), y.get(k)) {
-                    (Some(p), Some(q)) => diff_paths(p, q, format!("{path}/{k}"), out),
-                    _ => out.push(format!("{path}/{k}")),
-                }
-            }
-        }
-        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
-            for (i, (p, q)) in x.iter().zip(y).enumerate() {
-                diff_paths(p, q, format!("{path}[{i}]"), out);
-            }
-        }
-        _ if a == b => {}
-        _ => out.push(path),
-    }
-}
 
 #[test]
 fn every_boundary_in_all_three_modes() {
@@ -156,7 +137,7 @@ fn every_boundary_in_all_three_modes() {
             let last_call = &plan.batches[n - 1].calls.last().unwrap().call_id;
             let orig = original_after(&c.rec, last_call);
             let mut d = vec![];
-            diff_paths(&orig["body"], &got[0]["body"], String::new(), &mut d);
+            claude::diff_paths(&orig["body"], &got[0]["body"], String::new(), &mut d);
             // declared dynamic field: the device id (a fresh ~/.claude.json); the tool-call
             // ids of the scripted server are per turn, so they are equal too
             d.retain(|p| p != "/metadata/user_id");

@@ -433,3 +433,24 @@ fn shell_words(args: &[String]) -> String {
         .collect::<Vec<_>>()
         .join(" ")
 }
+
+/// Paths where two JSON values differ.
+pub fn diff_paths(a: &Value, b: &Value, path: String, out: &mut Vec<String>) {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for k in x.keys().chain(y.keys().filter(|k| !x.contains_key(*k))) {
+                match (x.get(k), y.get(k)) {
+                    (Some(p), Some(q)) => diff_paths(p, q, format!("{path}/{k}"), out),
+                    _ => out.push(format!("{path}/{k}")),
+                }
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (p, q)) in x.iter().zip(y).enumerate() {
+                diff_paths(p, q, format!("{path}[{i}]"), out);
+            }
+        }
+        _ if a == b => {}
+        _ => out.push(path),
+    }
+}
