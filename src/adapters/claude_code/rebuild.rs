@@ -688,45 +688,38 @@ pub fn rebuild_lines(
 /// Rebuild the session for `req` (see the module docs): writes the session into the isolated
 /// config dir under `req.state_dir` and the artifact copy, and sets the workspace mtimes.
 pub fn rebuild(req: &RebuildRequest) -> Result<RebuiltSession, AdapterError> {
-    let rebuilt = rebuild_lines(req.source, req.plan, req.after_step, req.observations)?;
-    let home = ClaudeHome::new(req.state_dir);
-    let cwd = std::fs::canonicalize(req.workspace).map_err(|e| io_err(req.workspace, e))?;
-    let native_path = home.session_path(&cwd, &rebuilt.session_id)?;
-    let dir = native_path.parent().expect("session path has a parent");
-    std::fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
-    write_file(&native_path, rebuilt.text.as_bytes())?;
-    if let Some(parent) = req.artifact_path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| io_err(parent, e))?;
-    }
-    write_file(req.artifact_path, rebuilt.text.as_bytes())?;
-    let original_cwd = req
-        .plan
-        .original_cwd
-        .clone()
-        .or_else(|| rebuilt.kept_records.iter().find_map(|r| r.get("cwd").and_then(Value::as_str).map(PathBuf::from)));
-    let refs: Vec<&Value> = rebuilt.kept_records.iter().collect();
-    set_read_state_mtimes(&refs, original_cwd.as_deref(), &cwd);
-    Ok(RebuiltSession {
-        native_path,
-        artifact_path: req.artifact_path.to_path_buf(),
-        digest: crate::bridge::canonical::blake3_digest(rebuilt.text.as_bytes()),
-        records: rebuilt.records,
-        session_id: rebuilt.session_id,
-        prefix: rebuilt.prefix,
-    })
+    rebuild_with(req, true)
 }
 
 /// [`rebuild`] without touching the native session file or the workspace: computes the same
 /// session and writes only the artifact copy (for a run resumed during its continuation).
 pub fn rebuild_artifact_only(req: &RebuildRequest) -> Result<RebuiltSession, AdapterError> {
+    rebuild_with(req, false)
+}
+
+fn rebuild_with(req: &RebuildRequest, write_native: bool) -> Result<RebuiltSession, AdapterError> {
     let rebuilt = rebuild_lines(req.source, req.plan, req.after_step, req.observations)?;
     let home = ClaudeHome::new(req.state_dir);
     let cwd = std::fs::canonicalize(req.workspace).map_err(|e| io_err(req.workspace, e))?;
     let native_path = home.session_path(&cwd, &rebuilt.session_id)?;
+    if write_native {
+        let dir = native_path.parent().expect("session path has a parent");
+        std::fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
+        write_file(&native_path, rebuilt.text.as_bytes())?;
+    }
     if let Some(parent) = req.artifact_path.parent() {
         std::fs::create_dir_all(parent).map_err(|e| io_err(parent, e))?;
     }
     write_file(req.artifact_path, rebuilt.text.as_bytes())?;
+    if write_native {
+        let original_cwd = req
+            .plan
+            .original_cwd
+            .clone()
+            .or_else(|| rebuilt.kept_records.iter().find_map(|r| r.get("cwd").and_then(Value::as_str).map(PathBuf::from)));
+        let refs: Vec<&Value> = rebuilt.kept_records.iter().collect();
+        set_read_state_mtimes(&refs, original_cwd.as_deref(), &cwd);
+    }
     Ok(RebuiltSession {
         native_path,
         artifact_path: req.artifact_path.to_path_buf(),

@@ -54,46 +54,7 @@ fn shell_quote(s: &str) -> String {
 /// The first word of the last simple command (`nb(e).at(-1)` then `V9i`): split on the
 /// top-level `&&`, `||`, `;`, `|` and newlines, ignoring quoted text.
 pub(crate) fn last_command_word(command: &str) -> (String, Vec<String>) {
-    let mut segments: Vec<String> = vec![String::new()];
-    let chars: Vec<char> = command.chars().collect();
-    let (mut sq, mut dq) = (false, false);
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        if sq {
-            if c == '\'' {
-                sq = false;
-            }
-            segments.last_mut().map(|s| s.push(c));
-        } else if dq {
-            if c == '\\' && i + 1 < chars.len() {
-                segments.last_mut().map(|s| {
-                    s.push(c);
-                    s.push(chars[i + 1])
-                });
-                i += 2;
-                continue;
-            }
-            if c == '"' {
-                dq = false;
-            }
-            segments.last_mut().map(|s| s.push(c));
-        } else if c == '\'' {
-            sq = true;
-            segments.last_mut().map(|s| s.push(c));
-        } else if c == '"' {
-            dq = true;
-            segments.last_mut().map(|s| s.push(c));
-        } else if c == ';' || c == '\n' || c == '|' || (c == '&' && i + 1 < chars.len() && chars[i + 1] == '&') {
-            if (c == '|' || c == '&') && i + 1 < chars.len() && chars[i + 1] == c {
-                i += 1;
-            }
-            segments.push(String::new());
-        } else {
-            segments.last_mut().map(|s| s.push(c));
-        }
-        i += 1;
-    }
+    let segments = split_commands(command, true);
     let last = segments.iter().rev().find(|s| !s.trim().is_empty()).cloned().unwrap_or_default();
     let words: Vec<String> = last.split_whitespace().map(str::to_owned).collect();
     (words.first().cloned().unwrap_or_default(), words)
@@ -627,6 +588,12 @@ fn track_reads(command: &str, code: i32, output: Option<&str>, cx: &mut Cx<'_>) 
 
 /// The simple commands of a command line, split at top-level `&&`, `||`, `;` and newlines.
 fn split_simple_commands(command: &str) -> Vec<String> {
+    split_commands(command, false).into_iter().filter(|s| !s.trim().is_empty()).collect()
+}
+
+/// Split a command line at top-level `&&`, `||`, `;`, newlines and, with `pipes`, single `|`,
+/// ignoring quoted text (segments may be empty).
+fn split_commands(command: &str, pipes: bool) -> Vec<String> {
     let mut segments: Vec<String> = vec![String::new()];
     let chars: Vec<char> = command.chars().collect();
     let (mut sq, mut dq) = (false, false);
@@ -661,12 +628,14 @@ fn split_simple_commands(command: &str) -> Vec<String> {
                 i += 1;
             }
             segments.push(String::new());
+        } else if pipes && c == '|' {
+            segments.push(String::new());
         } else {
             cur.push(c);
         }
         i += 1;
     }
-    segments.into_iter().filter(|s| !s.trim().is_empty()).collect()
+    segments
 }
 
 /// `vJi`: commands that typically rewrite files in place (formatters, `sed -i`, `--fix`…).
