@@ -3,28 +3,16 @@
 //! reasoning, messages, parallel function calls, free-form `apply_patch` custom tool calls, and
 //! `codex exec resume` against a fresh server process. Never skips: a failed install fails it.
 
+#[path = "support/codex.rs"]
+mod codex;
+
+use codex::codex_entrypoint;
 use pvisor::model::{start, Protocol, RequestKind, Script, ServerOptions};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-fn codex_entrypoint() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = std::process::Command::new("bash")
-        .arg(root.join("scripts/install-agents.sh"))
-        .arg("codex")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run scripts/install-agents.sh");
-    assert!(
-        out.status.success(),
-        "installing the pinned Codex failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    PathBuf::from(String::from_utf8_lossy(&out.stdout).lines().last().unwrap().trim())
-}
 
 async fn run_codex(entry: &Path, script: &Script, home: &Path, work: &Path, args: &[&str]) -> (String, Vec<pvisor::model::LoggedRequest>) {
     let server = start(script.clone(), ServerOptions { api_key: Some("pvisor-codex-key".into()), ..Default::default() })

@@ -7,6 +7,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[path = "support/codex.rs"]
+mod codex;
+
+use codex::{main_requests, masked};
 use fs2::FileExt;
 use serde_json::Value;
 
@@ -109,39 +113,13 @@ fn code_mode_is_refused_before_anything_runs() {
     assert!(files(Path::new(WORK)).is_empty(), "a refused replay ran something");
 }
 
-fn codex_entrypoint() -> String {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = Command::new("bash").arg(root.join("scripts/install-agents.sh")).arg("codex").stdin(std::process::Stdio::null()).output().expect("run scripts/install-agents.sh");
-    assert!(out.status.success(), "installing the pinned Codex failed:\n{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).lines().last().unwrap().trim().to_string()
-}
 
-fn main_requests(log: &Path) -> Vec<Value> {
-    std::fs::read_to_string(log).unwrap_or_default().lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|r| r["kind"] == "main").collect()
-}
 
-/// Mask the declared dynamic fields of a Responses request body: the fresh observations'
-/// chunk ids and wall times, and Codex's per-turn metadata (turn ids, installation id,
-/// turn start time).
-fn masked(body: &Value) -> Value {
-    let mut b = body.clone();
-    if let Some(items) = b["input"].as_array_mut() {
-        for it in items {
-            if let Some(o) = it.get("output").and_then(Value::as_str) {
-                it["output"] = Value::String(pvisor::adapters::codex::tools::mask_dynamic(o));
-            }
-        }
-    }
-    if let Some(o) = b.as_object_mut() {
-        o.remove("client_metadata");
-    }
-    b
-}
 
 #[test]
 fn every_boundary_continues_with_the_real_codex() {
     let _l = lock();
-    let entry = codex_entrypoint();
+    let entry = codex::codex_entrypoint().display().to_string();
     let root = tempfile::tempdir().unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex/five-step/script.json");
     let plan = pvisor::adapters::codex::parse_file(&rollout()).unwrap().plan().clone();
@@ -190,7 +168,7 @@ fn main_requests_all(log: &Path) -> Vec<Value> {
 fn a_boundary_prompt_is_injected_once_and_never_stored() {
     let _l = lock();
     reset();
-    let entry = codex_entrypoint();
+    let entry = codex::codex_entrypoint().display().to_string();
     let root = tempfile::tempdir().unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex/five-step/script.json");
     let prompt = "Before going on, say which files exist. (pvisor-secret-c0d3x)";
@@ -230,7 +208,7 @@ fn a_boundary_prompt_is_injected_once_and_never_stored() {
 #[test]
 fn a_rollout_recorded_on_another_day_continues() {
     let _l = lock();
-    let entry = codex_entrypoint();
+    let entry = codex::codex_entrypoint().display().to_string();
     let root = tempfile::tempdir().unwrap();
     let old = root.path().join("rollout-old-day.jsonl");
     let mut patched = 0;

@@ -41,31 +41,7 @@ fn refold(state: &Path) -> Value {
     serde_json::to_value(pvisor::fold::derive(&pvisor::fold::fold(&evs).unwrap())).unwrap()
 }
 
-fn main_requests(log: &Path) -> Vec<Value> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|r| r["kind"] == "main")
-        .collect()
-}
 
-/// Mask the declared dynamic fields of a Responses request body: the fresh observations'
-/// chunk ids and wall times, and Codex's per-turn `client_metadata`.
-fn masked(body: &Value) -> Value {
-    let mut b = body.clone();
-    if let Some(items) = b["input"].as_array_mut() {
-        for it in items {
-            if let Some(o) = it.get("output").and_then(Value::as_str) {
-                it["output"] = Value::String(pvisor::adapters::codex::tools::mask_dynamic(o));
-            }
-        }
-    }
-    if let Some(o) = b.as_object_mut() {
-        o.remove("client_metadata");
-    }
-    b
-}
 
 /// Files of a directory tree, relative, sorted, with their contents.
 fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {

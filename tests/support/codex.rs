@@ -200,3 +200,26 @@ pub async fn record(name: &str) {
     std::fs::write(dir.join("meta.json"), serde_json::to_string_pretty(&meta).unwrap() + "\n").unwrap();
     eprintln!("recorded {name}: session {thread_id}, {} requests", requests.len());
 }
+
+/// The main (non-side) requests of a scripted-model request log.
+pub fn main_requests(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log).unwrap_or_default().lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|r| r["kind"] == "main").collect()
+}
+
+/// Mask the declared dynamic fields of a Responses request body: the fresh observations'
+/// chunk ids and wall times, and Codex's per-turn `client_metadata` (turn ids, installation
+/// id, turn start time).
+pub fn masked(body: &Value) -> Value {
+    let mut b = body.clone();
+    if let Some(items) = b["input"].as_array_mut() {
+        for it in items {
+            if let Some(o) = it.get("output").and_then(Value::as_str) {
+                it["output"] = Value::String(pvisor::adapters::codex::tools::mask_dynamic(o));
+            }
+        }
+    }
+    if let Some(o) = b.as_object_mut() {
+        o.remove("client_metadata");
+    }
+    b
+}
