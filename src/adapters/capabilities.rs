@@ -10,17 +10,19 @@ pub struct Capability {
     pub accepted: &'static [&'static str],
     /// npm or PyPI package that `scripts/install-agents.sh` installs.
     pub package: &'static str,
+    /// The executable looked up on PATH when `--agent-entrypoint` is not given.
+    pub command: &'static str,
     pub can_replay: bool,
     pub can_continue: bool,
 }
 
 pub const TABLE: &[Capability] = &[
-    Capability { agent: "claude-code", pinned: "2.1.332", accepted: &["2.1.332"], package: "npm:@anthropic-ai/claude-code", can_replay: true, can_continue: true },
-    Capability { agent: "codex", pinned: "0.149.0", accepted: &["0.149.0"], package: "npm:@openai/codex", can_replay: true, can_continue: true },
-    Capability { agent: "opencode", pinned: "1.17.11", accepted: &["1.17."], package: "npm:opencode-ai", can_replay: false, can_continue: false },
-    Capability { agent: "pi", pinned: "0.83.0", accepted: &["0.83.0"], package: "npm:@earendil-works/pi-coding-agent", can_replay: false, can_continue: false },
-    Capability { agent: "mini-swe-agent", pinned: "2.4.6", accepted: &["2.4.", "1.17."], package: "pypi:mini-swe-agent", can_replay: false, can_continue: false },
-    Capability { agent: "openhands", pinned: "1.34.0", accepted: &["1.34."], package: "pypi:openhands-sdk", can_replay: false, can_continue: false },
+    Capability { agent: "claude-code", pinned: "2.1.332", accepted: &["2.1.332"], package: "npm:@anthropic-ai/claude-code", command: "claude", can_replay: true, can_continue: true },
+    Capability { agent: "codex", pinned: "0.149.0", accepted: &["0.149.0"], package: "npm:@openai/codex", command: "codex", can_replay: true, can_continue: true },
+    Capability { agent: "opencode", pinned: "1.17.11", accepted: &["1.17."], package: "npm:opencode-ai", command: "opencode", can_replay: false, can_continue: false },
+    Capability { agent: "pi", pinned: "0.83.0", accepted: &["0.83.0"], package: "npm:@earendil-works/pi-coding-agent", command: "pi", can_replay: false, can_continue: false },
+    Capability { agent: "mini-swe-agent", pinned: "2.4.6", accepted: &["2.4.", "1.17."], package: "pypi:mini-swe-agent", command: "mini", can_replay: false, can_continue: false },
+    Capability { agent: "openhands", pinned: "1.34.0", accepted: &["1.34."], package: "pypi:openhands-sdk", command: "openhands", can_replay: false, can_continue: false },
 ];
 
 pub fn lookup(agent: &str) -> Option<&'static Capability> {

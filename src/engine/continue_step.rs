@@ -39,16 +39,6 @@ pub fn probe_version(req: &ReplayRequest, entry: &std::path::Path) -> Result<Str
     Ok(v)
 }
 
-fn default_command(agent: &str) -> &'static str {
-    match agent {
-        "claude-code" => "claude",
-        "codex" => "codex",
-        "opencode" => "opencode",
-        "pi" => "pi",
-        _ => "agent",
-    }
-}
-
 /// The resumed attempt's view: the longer prefix, the step offset, the remaining budget.
 struct Resumed {
     prefix: Vec<serde_json::Value>,
@@ -112,7 +102,8 @@ pub fn run(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, rebui
     if req.boundary_user_prompt.is_none() && rec.state.request.as_ref().and_then(|r| r.boundary_prompt.as_ref()).is_some() {
         return Err(RunError::Configuration("this run has a boundary prompt that is not injected yet: pass the same --boundary-user-prompt again (it is never stored)".into()));
     }
-    let entry = entrypoint(req, default_command(&req.agent))?;
+    let command = crate::adapters::capabilities::lookup(&req.agent).map(|c| c.command).unwrap_or("agent");
+    let entry = entrypoint(req, command)?;
     let version = probe_version(req, &entry)?;
     let attempt = rec.state.continuations.len() as u64 + 1;
     let continued_artifact = req.output_dir.join("native").join(format!("continued-session.{}", req.trajectory.extension().and_then(|e| e.to_str()).unwrap_or("jsonl")));
@@ -182,7 +173,8 @@ pub fn run(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, rebui
 /// After `agent_exited` without the continued session recorded (a crash in between): clean
 /// the agent's session (idempotent) and record it.
 pub fn write_continued(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, rebuilt: &RebuiltSession) -> Result<(), RunError> {
-    let entry = entrypoint(req, default_command(&req.agent))?;
+    let command = crate::adapters::capabilities::lookup(&req.agent).map(|c| c.command).unwrap_or("agent");
+    let entry = entrypoint(req, command)?;
     let continued_artifact = req.output_dir.join("native").join(format!("continued-session.{}", req.trajectory.extension().and_then(|e| e.to_str()).unwrap_or("jsonl")));
     let mut agent = adapter.continuation(&ContinueRequest { entrypoint: &entry, rebuilt, workspace: &req.workspace, state_dir: &req.state_dir, continued_artifact: &continued_artifact, model: req.model.model.clone() })?;
     let c = agent.finish()?.ok_or_else(|| RunError::Continuation("the agent's continued session is missing".into()))?;
