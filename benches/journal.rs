@@ -63,11 +63,19 @@ fn sqlite_rate(n: u64) -> f64 {
     let db = rusqlite::Connection::open(dir.path().join("b.db")).unwrap();
     db.pragma_update(None, "journal_mode", "WAL").unwrap();
     db.pragma_update(None, "synchronous", "FULL").unwrap();
-    db.execute("CREATE TABLE ev (seq INTEGER PRIMARY KEY, kind INTEGER, at INTEGER, payload BLOB)", []).unwrap();
+    db.execute(
+        "CREATE TABLE ev (seq INTEGER PRIMARY KEY, kind INTEGER, at INTEGER, payload BLOB)",
+        [],
+    )
+    .unwrap();
     let t = Instant::now();
     for i in 0..n {
         let p = event(i).encode_payload();
-        db.execute("INSERT INTO ev (seq, kind, at, payload) VALUES (?1, ?2, ?3, ?4)", rusqlite::params![i as i64, 6, 0, p]).unwrap();
+        db.execute(
+            "INSERT INTO ev (seq, kind, at, payload) VALUES (?1, ?2, ?3, ?4)",
+            rusqlite::params![i as i64, 6, 0, p],
+        )
+        .unwrap();
     }
     n as f64 / t.elapsed().as_secs_f64()
 }
@@ -75,7 +83,11 @@ fn sqlite_rate(n: u64) -> f64 {
 /// A state dir holding a journal of `n` events forming a legal run.
 fn legal_journal(n: u64) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let st = std::process::Command::new(env!("CARGO_BIN_EXE_pvisor")).args(["journal", "stress", "--max-events", &n.to_string()]).arg(dir.path()).stdout(std::process::Stdio::null()).status();
+    let st = std::process::Command::new(env!("CARGO_BIN_EXE_pvisor"))
+        .args(["journal", "stress", "--max-events", &n.to_string()])
+        .arg(dir.path())
+        .stdout(std::process::Stdio::null())
+        .status();
     match st {
         Ok(s) if s.success() => dir,
         _ => {
@@ -98,7 +110,9 @@ fn big_journal(bytes: u64) -> (tempfile::TempDir, u64) {
         j.append(event(i), Durability::Buffered).unwrap();
     }
     j.commit().unwrap();
-    let len = std::fs::metadata(dir.path().join("journal.pvj")).unwrap().len();
+    let len = std::fs::metadata(dir.path().join("journal.pvj"))
+        .unwrap()
+        .len();
     (dir, len)
 }
 
@@ -106,7 +120,10 @@ fn big_journal(bytes: u64) -> (tempfile::TempDir, u64) {
 fn verify_mib_s(path: &std::path::Path, len: u64) -> f64 {
     let t = Instant::now();
     let f = std::io::BufReader::with_capacity(256 * 1024, std::fs::File::open(path).unwrap());
-    let rep = journal_format::RecordReader::open(f).unwrap().scan().unwrap();
+    let rep = journal_format::RecordReader::open(f)
+        .unwrap()
+        .scan()
+        .unwrap();
     std::hint::black_box(rep);
     len as f64 / (1024.0 * 1024.0) / t.elapsed().as_secs_f64()
 }
@@ -138,8 +155,16 @@ fn ratios() {
     let group = median((0..3).map(|_| append_rate(n * 10, 64)).collect());
     let buffered = median((0..3).map(|_| buffered_rate(50_000)).collect());
     let (big, len) = big_journal(64 * 1024 * 1024);
-    let verify = median((0..3).map(|_| verify_mib_s(&big.path().join("journal.pvj"), len)).collect());
-    let decode = median((0..3).map(|_| decode_mib_s(&big.path().join("journal.pvj"), len)).collect());
+    let verify = median(
+        (0..3)
+            .map(|_| verify_mib_s(&big.path().join("journal.pvj"), len))
+            .collect(),
+    );
+    let decode = median(
+        (0..3)
+            .map(|_| decode_mib_s(&big.path().join("journal.pvj"), len))
+            .collect(),
+    );
     let tenk = legal_journal(10_000);
     let openfold = median((0..5).map(|_| open_fold_ms(tenk.path())).collect());
     let rec = payload_len() as f64;
@@ -147,7 +172,10 @@ fn ratios() {
     println!("record size                     {rec:.0} bytes");
     println!("durable append (fsync/event)    {durable:>10.0} events/s   vs SQLite {sqlite:.0}/s  ratio {:.2}x  (target >= 1.0x)", durable / sqlite);
     println!("group commit (64/fsync)         {group:>10.0} events/s   vs durable        ratio {:.1}x  (target >= 10x)", group / durable);
-    println!("buffered append                 {buffered:>10.0} events/s   ({:.0} MiB/s)", buffered * rec / 1048576.0);
+    println!(
+        "buffered append                 {buffered:>10.0} events/s   ({:.0} MiB/s)",
+        buffered * rec / 1048576.0
+    );
     println!("verify (checksums + chain)      {verify:>10.0} MiB/s      (target >= 300)");
     println!("verify + decode every event     {decode:>10.0} MiB/s");
     println!("open + fold, 10,000 events      {openfold:>10.2} ms         (target < 50)");
@@ -155,7 +183,9 @@ fn ratios() {
 
 fn benches(c: &mut Criterion) {
     let mut g = c.benchmark_group("append");
-    g.sample_size(10).measurement_time(Duration::from_secs(3)).throughput(Throughput::Elements(50));
+    g.sample_size(10)
+        .measurement_time(Duration::from_secs(3))
+        .throughput(Throughput::Elements(50));
     g.bench_function("fsync_per_event_x50", |b| b.iter(|| append_rate(50, 1)));
     g.bench_function("sqlite_wal_full_x50", |b| b.iter(|| sqlite_rate(50)));
     g.bench_function("group_commit_64_x50", |b| b.iter(|| append_rate(50, 64)));
@@ -163,7 +193,9 @@ fn benches(c: &mut Criterion) {
     let (big, len) = big_journal(16 * 1024 * 1024);
     let mut g = c.benchmark_group("read");
     g.sample_size(10).throughput(Throughput::Bytes(len));
-    g.bench_function("verify_16MiB", |b| b.iter(|| read_events(&big.path().join("journal.pvj"), |_| Ok(())).unwrap()));
+    g.bench_function("verify_16MiB", |b| {
+        b.iter(|| read_events(&big.path().join("journal.pvj"), |_| Ok(())).unwrap())
+    });
     let tenk = legal_journal(10_000);
     g.throughput(Throughput::Elements(10_000));
     g.bench_function("open_fold_10k", |b| b.iter(|| open_fold_ms(tenk.path())));

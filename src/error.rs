@@ -16,8 +16,18 @@ pub struct TrajectoryError {
 }
 
 impl TrajectoryError {
-    pub fn new(path: impl Into<PathBuf>, line: usize, field: impl Into<String>, message: impl Into<String>) -> Self {
-        TrajectoryError { path: path.into(), line, field: field.into(), message: message.into() }
+    pub fn new(
+        path: impl Into<PathBuf>,
+        line: usize,
+        field: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        TrajectoryError {
+            path: path.into(),
+            line,
+            field: field.into(),
+            message: message.into(),
+        }
     }
 }
 
@@ -32,5 +42,9 @@ pub enum ExecError {
     #[error("invalid input for tool `{tool}`: {message}")]
     BadInput { tool: String, message: String },
     #[error("i/o error running `{tool}`: {source}")]
-    Io { tool: String, #[source] source: std::io::Error },
+    Io {
+        tool: String,
+        #[source]
+        source: std::io::Error,
+    },
 }

@@ -12,8 +12,11 @@ use tokio::task::JoinSet;
 
 /// Accept connections and serve each with `handle` until `stop` changes; then abort the
 /// open connections and wait for them.
-pub async fn accept_loop<H, Fut, B>(listener: TcpListener, handle: H, mut stop: watch::Receiver<bool>)
-where
+pub async fn accept_loop<H, Fut, B>(
+    listener: TcpListener,
+    handle: H,
+    mut stop: watch::Receiver<bool>,
+) where
     H: Fn(Request<Incoming>) -> Fut + Clone + Send + 'static,
     Fut: Future<Output = Response<B>> + Send + 'static,
     B: Body + Send + 'static,

@@ -13,8 +13,16 @@ fn bin() -> Command {
 }
 
 fn audit(args: &[&str], path: &std::path::Path) -> (i32, String) {
-    let out = bin().args(["journal", "audit"]).args(args).arg(path).output().unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
+    let out = bin()
+        .args(["journal", "audit"])
+        .args(args)
+        .arg(path)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
 }
 
 #[test]
@@ -22,7 +30,10 @@ fn reports_on_the_golden_journal_match_their_snapshots() {
     // a relative path keeps the snapshot independent of the checkout location
     let p = std::path::Path::new("journal-format/vectors/complete.pvj");
     let (code, text) = audit(&[], p);
-    assert_eq!(code, 66, "the golden journal has no blob store beside it: the blob check fails");
+    assert_eq!(
+        code, 66,
+        "the golden journal has no blob store beside it: the blob check fails"
+    );
     insta::assert_snapshot!("audit_complete_text", text);
     let (_, json) = audit(&["--format", "json"], p);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
@@ -40,17 +51,34 @@ fn a_run_directory_audits_clean_and_its_result_matches_the_fold() {
     let state = env.root.join("state/r");
     let (code, text) = audit(&[], &state);
     assert_eq!(code, 0, "{text}");
-    assert!(text.contains("verdict: OK") && text.contains("result.json=matches_fold") && text.contains("privacy=ok"), "{text}");
-    assert!(text.contains("-old") && text.contains("+two"), "the differing observation's diff is shown: {text}");
+    assert!(
+        text.contains("verdict: OK")
+            && text.contains("result.json=matches_fold")
+            && text.contains("privacy=ok"),
+        "{text}"
+    );
+    assert!(
+        text.contains("-old") && text.contains("+two"),
+        "the differing observation's diff is shown: {text}"
+    );
     // the prompt's plaintext leaking into an output file is caught
-    std::fs::write(env.root.join("out/r/notes.txt"), "the user said: Please double-check the tests first. ok").unwrap();
+    std::fs::write(
+        env.root.join("out/r/notes.txt"),
+        "the user said: Please double-check the tests first. ok",
+    )
+    .unwrap();
     let (code, text) = audit(&[], &state);
     assert_eq!(code, 66);
-    assert!(text.contains("[error] privacy") && text.contains("notes.txt"), "{text}");
+    assert!(
+        text.contains("[error] privacy") && text.contains("notes.txt"),
+        "{text}"
+    );
     std::fs::remove_file(env.root.join("out/r/notes.txt")).unwrap();
     // a result.json edited after the run is caught
     let rp = env.root.join("out/r/result.json");
-    let r = std::fs::read_to_string(&rp).unwrap().replace("\"verified\"", "\"degraded\"");
+    let r = std::fs::read_to_string(&rp)
+        .unwrap()
+        .replace("\"verified\"", "\"degraded\"");
     std::fs::write(&rp, r).unwrap();
     let (code, text) = audit(&[], &state);
     assert_eq!(code, 66);
@@ -71,14 +99,20 @@ fn tampering_with_recomputed_checksums_is_caught_by_the_chain() {
     }
     let len = u32::from_le_bytes(b[off..off + 4].try_into().unwrap()) as usize;
     b[off + 28 + len / 2] ^= 0x20;
-    let seed = journal_format::FileHeader::decode(&b[..48]).unwrap().journal_id.crc_seed();
+    let seed = journal_format::FileHeader::decode(&b[..48])
+        .unwrap()
+        .journal_id
+        .crc_seed();
     let end = off + 64 + len;
     let crc = crc32c::crc32c_append(seed, &b[off..end - 4]);
     b[end - 4..end].copy_from_slice(&crc.to_le_bytes());
     std::fs::write(&jp, &b).unwrap();
     let (code, text) = audit(&[], &env.root.join("state/r"));
     assert_eq!(code, 66);
-    assert!(text.contains("hash chain broken at sequence number 6") && text.contains("(seq 6)"), "{text}");
+    assert!(
+        text.contains("hash chain broken at sequence number 6") && text.contains("(seq 6)"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -92,8 +126,14 @@ fn a_folder_of_runs_gets_a_fleet_summary() {
     let mut f = env.fields(9);
     f.run_id = Some("d".into());
     assert_eq!(env.run(f).exit_code, 10);
-    let (code, json) = audit(&["--format", "json", "--jobs", "3"], &env.root.join("state"));
-    assert_eq!(code, 0, "a failed run whose journal is sound still audits clean: {json}");
+    let (code, json) = audit(
+        &["--format", "json", "--jobs", "3"],
+        &env.root.join("state"),
+    );
+    assert_eq!(
+        code, 0,
+        "a failed run whose journal is sound still audits clean: {json}"
+    );
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     let s = &v["summary"];
     assert_eq!(s["runs"], 4);
@@ -104,7 +144,10 @@ fn a_folder_of_runs_gets_a_fleet_summary() {
     assert!((rate - 8.0 / 9.0).abs() < 1e-9, "{rate}");
     assert!(s["duration_ms"]["p50"].is_u64());
     let (_, text) = audit(&[], &env.root.join("state"));
-    assert!(text.contains("fleet audit") && text.contains("4 runs"), "{text}");
+    assert!(
+        text.contains("fleet audit") && text.contains("4 runs"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -112,11 +155,22 @@ fn the_html_report_is_self_contained() {
     let env = Env::new(TRAJ);
     assert_eq!(env.run(env.fields(3)).exit_code, 0);
     let out = env.root.join("audit.html");
-    let st = bin().args(["journal", "audit", "--format", "html", "-o"]).arg(&out).arg(env.root.join("state/r")).status().unwrap();
+    let st = bin()
+        .args(["journal", "audit", "--format", "html", "-o"])
+        .arg(&out)
+        .arg(env.root.join("state/r"))
+        .status()
+        .unwrap();
     assert_eq!(st.code(), Some(0));
     let h = std::fs::read_to_string(&out).unwrap();
     assert!(h.starts_with("<!doctype html>"));
-    assert!(!h.contains("http://") && !h.contains("https://") && !h.contains("<script src") && !h.contains("<link"), "no external assets");
+    assert!(
+        !h.contains("http://")
+            && !h.contains("https://")
+            && !h.contains("<script src")
+            && !h.contains("<link"),
+        "no external assets"
+    );
     assert!(h.contains("<details><summary>differs</summary><pre>") && h.contains("+two"));
 }
 
@@ -130,8 +184,17 @@ fn chromium() -> std::path::PathBuf {
             }
         }
     }
-    let st = Command::new("sh").args(["-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium"]).status().expect("apt-get");
-    assert!(st.success() && std::path::Path::new("/usr/bin/chromium").is_file(), "chromium is required and `apt-get install -y chromium` failed");
+    let st = Command::new("sh")
+        .args([
+            "-c",
+            "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium",
+        ])
+        .status()
+        .expect("apt-get");
+    assert!(
+        st.success() && std::path::Path::new("/usr/bin/chromium").is_file(),
+        "chromium is required and `apt-get install -y chromium` failed"
+    );
     "/usr/bin/chromium".into()
 }
 
@@ -145,16 +208,34 @@ fn the_html_report_renders_in_headless_chromium() {
     std::fs::write(&report, &html).unwrap();
     let profile = tempfile::tempdir().unwrap();
     let out = Command::new(chromium())
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"])
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+        ])
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .arg("--dump-dom")
         .arg(format!("file://{}", report.display()))
         .output()
         .unwrap();
     let dom = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success() && dom.contains("</html>"), "chromium failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success() && dom.contains("</html>"),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // the verdict, the checks table and a diff, as the browser parsed them
     assert!(dom.contains("id=\"verdict\" class=\"ok\""), "{dom}");
-    assert!(dom.contains("id=\"checks\"") && dom.contains("privacy"), "{dom}");
-    assert!(dom.contains("-old") && dom.contains("+two"), "the observation diff is in the rendered page: {dom}");
+    assert!(
+        dom.contains("id=\"checks\"") && dom.contains("privacy"),
+        "{dom}"
+    );
+    assert!(
+        dom.contains("-old") && dom.contains("+two"),
+        "the observation diff is in the rendered page: {dom}"
+    );
 }

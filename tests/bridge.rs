@@ -7,7 +7,10 @@ use hyper::{Request, StatusCode};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use journal_format::Event;
-use pvisor::bridge::{self, AgentProtocol, BridgeConfig, TransportRule, Upstream, UpstreamMode, CLAUDE_DEFAULT_RESUME_TEXT};
+use pvisor::bridge::{
+    self, AgentProtocol, BridgeConfig, TransportRule, Upstream, UpstreamMode,
+    CLAUDE_DEFAULT_RESUME_TEXT,
+};
 use pvisor::model::{start, RequestKind, Script, ServerOptions};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -35,7 +38,10 @@ fn prefix() -> Vec<Value> {
 /// What claude sends first: the prefix, cache breakpoint moved to the appended resume block.
 fn first_request(text: &str) -> Value {
     let mut msgs = prefix();
-    msgs[2]["content"].as_array_mut().unwrap().push(json!({"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}));
+    msgs[2]["content"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}));
     json!({
         "model": "claude-opus-5-5", "max_tokens": 1000, "stream": true,
         "system": [{"type": "text", "text": "sys"}],
@@ -49,7 +55,9 @@ fn first_request(text: &str) -> Value {
 fn config(upstream: &str, mode: UpstreamMode) -> BridgeConfig {
     BridgeConfig {
         protocol: AgentProtocol::AnthropicMessages,
-        transport: TransportRule::ClaudeResumeText { text: CLAUDE_DEFAULT_RESUME_TEXT.into() },
+        transport: TransportRule::ClaudeResumeText {
+            text: CLAUDE_DEFAULT_RESUME_TEXT.into(),
+        },
         prefix: prefix(),
         boundary_prompt: None,
         disable_thinking: false,
@@ -64,6 +72,7 @@ fn config(upstream: &str, mode: UpstreamMode) -> BridgeConfig {
         key: None,
         port: 0,
         resume: None,
+        refused_blobs: None,
     }
 }
 
@@ -82,19 +91,53 @@ async fn post(base: &str, path: &str, key: &str, body: &Value) -> (StatusCode, S
 }
 
 fn validations(events: &[Event]) -> Vec<journal_format::event::BridgeRequestValidated> {
-    events.iter().filter_map(|e| if let Event::BridgeRequestValidated(v) = e { Some(v.clone()) } else { None }).collect()
+    events
+        .iter()
+        .filter_map(|e| {
+            if let Event::BridgeRequestValidated(v) = e {
+                Some(v.clone())
+            } else {
+                None
+            }
+        })
+        .collect()
 }
 
 fn steps(events: &[Event]) -> Vec<journal_format::event::ContinuationStep> {
-    events.iter().filter_map(|e| if let Event::ContinuationStep(v) = e { Some(v.clone()) } else { None }).collect()
+    events
+        .iter()
+        .filter_map(|e| {
+            if let Event::ContinuationStep(v) = e {
+                Some(v.clone())
+            } else {
+                None
+            }
+        })
+        .collect()
 }
 
 #[tokio::test]
 async fn first_request_is_cleaned_validated_and_streamed_through() {
-    let up = start(script(), ServerOptions { api_key: Some("upstream-key".into()), ..Default::default() }).await.unwrap();
-    let (b, rx) = bridge::start(config(&up.base_url(), UpstreamMode::Native)).await.unwrap();
+    let up = start(
+        script(),
+        ServerOptions {
+            api_key: Some("upstream-key".into()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let (b, rx) = bridge::start(config(&up.base_url(), UpstreamMode::Native))
+        .await
+        .unwrap();
     let (events, _t) = bridge::auto_ack(rx);
-    let (st, body) = post(&b.base_url(), "/v1/messages?beta=true", b.key(), &first_request(CLAUDE_DEFAULT_RESUME_TEXT)).await;
+    let (st, body) = post(
+        &b.base_url(),
+        "/v1/messages?beta=true",
+        b.key(),
+        &first_request(CLAUDE_DEFAULT_RESUME_TEXT),
+    )
+    .await;
     assert_eq!(st, StatusCode::OK, "{body}");
     assert!(body.contains("event: message_stop"));
     // Upstream got exactly the prefix, the cache breakpoint back on the last tool_result.
@@ -117,9 +160,15 @@ async fn first_request_is_cleaned_validated_and_streamed_through() {
     let s = steps(&ev);
     assert_eq!(s.len(), 1);
     assert_eq!(s[0].tools, ["Read"]);
-    assert_eq!(s[0].action_digest, format!("blake3:{}", blake3::hash(body.as_bytes()).to_hex()));
+    assert_eq!(
+        s[0].action_digest,
+        format!("blake3:{}", blake3::hash(body.as_bytes()).to_hex())
+    );
     // Ordering: validation before the step.
-    assert!(matches!(ev[0], Event::BridgeRequestValidated(_)) && matches!(ev[1], Event::ContinuationStep(_)));
+    assert!(
+        matches!(ev[0], Event::BridgeRequestValidated(_))
+            && matches!(ev[1], Event::ContinuationStep(_))
+    );
 
     // Request 2 carries the resume block in the middle of its history; it is removed again.
     let mut req2 = first_request(CLAUDE_DEFAULT_RESUME_TEXT);
@@ -140,11 +189,25 @@ async fn first_request_is_cleaned_validated_and_streamed_through() {
 #[tokio::test]
 async fn wrong_key_is_401_and_latches() {
     let up = start(script(), ServerOptions::default()).await.unwrap();
-    let (b, rx) = bridge::start(config(&up.base_url(), UpstreamMode::Native)).await.unwrap();
+    let (b, rx) = bridge::start(config(&up.base_url(), UpstreamMode::Native))
+        .await
+        .unwrap();
     let (events, _t) = bridge::auto_ack(rx);
-    let (st, _) = post(&b.base_url(), "/v1/messages", "wrong", &first_request(CLAUDE_DEFAULT_RESUME_TEXT)).await;
+    let (st, _) = post(
+        &b.base_url(),
+        "/v1/messages",
+        "wrong",
+        &first_request(CLAUDE_DEFAULT_RESUME_TEXT),
+    )
+    .await;
     assert_eq!(st, StatusCode::UNAUTHORIZED);
-    let (st, body) = post(&b.base_url(), "/v1/messages", b.key(), &first_request(CLAUDE_DEFAULT_RESUME_TEXT)).await;
+    let (st, body) = post(
+        &b.base_url(),
+        "/v1/messages",
+        b.key(),
+        &first_request(CLAUDE_DEFAULT_RESUME_TEXT),
+    )
+    .await;
     assert_eq!(st, StatusCode::FORBIDDEN, "{body}");
     assert!(up.requests().is_empty(), "nothing reaches the upstream");
     let v = validations(&events.lock().unwrap());
@@ -160,12 +223,17 @@ async fn tampered_prefix_or_extra_message_latches() {
         let mut req = first_request(CLAUDE_DEFAULT_RESUME_TEXT);
         match case {
             "tampered" => req["messages"][2]["content"][0]["content"] = json!("a.txt EDITED"),
-            "extra" => req["messages"].as_array_mut().unwrap().push(json!({"role": "user", "content": "please continue"})),
+            "extra" => req["messages"]
+                .as_array_mut()
+                .unwrap()
+                .push(json!({"role": "user", "content": "please continue"})),
             "missing-results" => {
                 req["messages"].as_array_mut().unwrap().pop();
             }
             _ => {
-                cfg.transport = TransportRule::ClaudeResumeText { text: "PVISOR-NONCE-1234".into() };
+                cfg.transport = TransportRule::ClaudeResumeText {
+                    text: "PVISOR-NONCE-1234".into(),
+                };
                 req = first_request("PVISOR-NONCE-1234");
                 req["system"][0]["text"] = json!("sys PVISOR-NONCE-1234");
             }
@@ -174,7 +242,13 @@ async fn tampered_prefix_or_extra_message_latches() {
         let (events, _t) = bridge::auto_ack(rx);
         let (st, body) = post(&b.base_url(), "/v1/messages", b.key(), &req).await;
         assert_eq!(st, StatusCode::UNPROCESSABLE_ENTITY, "{case}: {body}");
-        let (st, _) = post(&b.base_url(), "/v1/messages", b.key(), &first_request(CLAUDE_DEFAULT_RESUME_TEXT)).await;
+        let (st, _) = post(
+            &b.base_url(),
+            "/v1/messages",
+            b.key(),
+            &first_request(CLAUDE_DEFAULT_RESUME_TEXT),
+        )
+        .await;
         assert_eq!(st, StatusCode::FORBIDDEN, "{case}: latched");
         let v = validations(&events.lock().unwrap());
         assert!(!v[0].ok);
@@ -192,28 +266,63 @@ async fn tampered_prefix_or_extra_message_latches() {
 
 #[tokio::test]
 async fn boundary_prompt_thinking_budget_and_side_requests() {
-    let up = start(script(), ServerOptions { api_key: Some("upstream-key".into()), ..Default::default() }).await.unwrap();
+    let up = start(
+        script(),
+        ServerOptions {
+            api_key: Some("upstream-key".into()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
     let mut cfg = config(&up.base_url(), UpstreamMode::Native);
     cfg.boundary_prompt = Some("Now also check b.txt.".into());
     cfg.disable_thinking = true;
     cfg.max_steps = Some(1);
     let (b, rx) = bridge::start(cfg).await.unwrap();
     let (events, _t) = bridge::auto_ack(rx);
-    let (st, body) = post(&b.base_url(), "/v1/messages/count_tokens", b.key(), &json!({"messages": [], "model": "m"})).await;
+    let (st, body) = post(
+        &b.base_url(),
+        "/v1/messages/count_tokens",
+        b.key(),
+        &json!({"messages": [], "model": "m"}),
+    )
+    .await;
     assert_eq!(st, StatusCode::OK, "{body}");
-    let (st, _) = post(&b.base_url(), "/v1/messages", b.key(), &first_request(CLAUDE_DEFAULT_RESUME_TEXT)).await;
+    let (st, _) = post(
+        &b.base_url(),
+        "/v1/messages",
+        b.key(),
+        &first_request(CLAUDE_DEFAULT_RESUME_TEXT),
+    )
+    .await;
     assert_eq!(st, StatusCode::OK);
     let main = up.main_requests();
     let msgs = main[0].body["messages"].as_array().unwrap();
     assert_eq!(msgs.len(), 4);
-    assert_eq!(msgs[3], json!({"role": "user", "content": [{"type": "text", "text": "Now also check b.txt."}]}));
+    assert_eq!(
+        msgs[3],
+        json!({"role": "user", "content": [{"type": "text", "text": "Now also check b.txt."}]})
+    );
     assert_eq!(main[0].body["thinking"], json!({"type": "disabled"}));
     assert!(main[0].body.get("context_management").is_none());
-    assert_eq!(up.requests().iter().filter(|r| r.kind == RequestKind::CountTokens).count(), 1);
+    assert_eq!(
+        up.requests()
+            .iter()
+            .filter(|r| r.kind == RequestKind::CountTokens)
+            .count(),
+        1
+    );
     // The budget is one step: another main request latches.
     let mut req2 = first_request(CLAUDE_DEFAULT_RESUME_TEXT);
-    req2["messages"].as_array_mut().unwrap().push(json!({"role": "assistant", "content": "x"}));
-    req2["messages"].as_array_mut().unwrap().push(json!({"role": "user", "content": "y"}));
+    req2["messages"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"role": "assistant", "content": "x"}));
+    req2["messages"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"role": "user", "content": "y"}));
     let (st, body) = post(&b.base_url(), "/v1/messages", b.key(), &req2).await;
     assert_eq!(st, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(body.contains("budget"), "{body}");
@@ -226,14 +335,31 @@ async fn boundary_prompt_thinking_budget_and_side_requests() {
 
 #[tokio::test]
 async fn openai_chat_translation_mode() {
-    let up = start(script(), ServerOptions { api_key: Some("upstream-key".into()), ..Default::default() }).await.unwrap();
+    let up = start(
+        script(),
+        ServerOptions {
+            api_key: Some("upstream-key".into()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
     let mut cfg = config(&format!("{}/v1", up.base_url()), UpstreamMode::OpenAiChat);
     cfg.upstream.model = Some("open-model".into());
     let (b, rx) = bridge::start(cfg).await.unwrap();
     let (events, _t) = bridge::auto_ack(rx);
-    let (st, body) = post(&b.base_url(), "/v1/messages", b.key(), &first_request(CLAUDE_DEFAULT_RESUME_TEXT)).await;
+    let (st, body) = post(
+        &b.base_url(),
+        "/v1/messages",
+        b.key(),
+        &first_request(CLAUDE_DEFAULT_RESUME_TEXT),
+    )
+    .await;
     assert_eq!(st, StatusCode::OK, "{body}");
-    assert!(body.contains("\"type\":\"tool_use\"") && body.contains("\"name\":\"Read\""), "{body}");
+    assert!(
+        body.contains("\"type\":\"tool_use\"") && body.contains("\"name\":\"Read\""),
+        "{body}"
+    );
     let main = up.main_requests();
     assert_eq!(main[0].path, "/v1/chat/completions");
     assert_eq!(main[0].body["model"], "open-model");
@@ -253,9 +379,14 @@ async fn slow_upstream(release: tokio::sync::oneshot::Receiver<()>) -> String {
         let svc = hyper::service::service_fn(move |_req: Request<hyper::body::Incoming>| {
             let release = release.clone();
             async move {
-                let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, std::convert::Infallible>>(8);
+                let (tx, rx) =
+                    tokio::sync::mpsc::channel::<Result<Frame<Bytes>, std::convert::Infallible>>(8);
                 tokio::spawn(async move {
-                    let ev = |t: &str, d: Value| Ok(Frame::data(Bytes::from(format!("event: {t}\ndata: {d}\n\n"))));
+                    let ev = |t: &str, d: Value| {
+                        Ok(Frame::data(Bytes::from(format!(
+                            "event: {t}\ndata: {d}\n\n"
+                        ))))
+                    };
                     tx.send(ev("message_start", json!({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": [], "model": "x", "stop_reason": null, "usage": {"input_tokens": 1, "output_tokens": 0}}}))).await.unwrap();
                     tx.send(ev(
                         "content_block_start",
@@ -271,25 +402,42 @@ async fn slow_upstream(release: tokio::sync::oneshot::Receiver<()>) -> String {
                     .unwrap();
                     let r = release.lock().await.take().unwrap();
                     r.await.unwrap();
-                    tx.send(ev("content_block_stop", json!({"type": "content_block_stop", "index": 0}))).await.unwrap();
+                    tx.send(ev(
+                        "content_block_stop",
+                        json!({"type": "content_block_stop", "index": 0}),
+                    ))
+                    .await
+                    .unwrap();
                     tx.send(ev("content_block_start", json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_x", "name": "Bash", "input": {}}}))).await.unwrap();
                     tx.send(ev("content_block_delta", json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{\"command\":\"ls\"}"}}))).await.unwrap();
-                    tx.send(ev("content_block_stop", json!({"type": "content_block_stop", "index": 1}))).await.unwrap();
+                    tx.send(ev(
+                        "content_block_stop",
+                        json!({"type": "content_block_stop", "index": 1}),
+                    ))
+                    .await
+                    .unwrap();
                     tx.send(ev(
                         "message_delta",
                         json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 3}}),
                     ))
                     .await
                     .unwrap();
-                    tx.send(ev("message_stop", json!({"type": "message_stop"}))).await.unwrap();
+                    tx.send(ev("message_stop", json!({"type": "message_stop"})))
+                        .await
+                        .unwrap();
                 });
-                let stream = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|x| (x, rx)) });
+                let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+                    rx.recv().await.map(|x| (x, rx))
+                });
                 let mut r = hyper::Response::new(http_body_util::StreamBody::new(stream));
-                r.headers_mut().insert("content-type", "text/event-stream".parse().unwrap());
+                r.headers_mut()
+                    .insert("content-type", "text/event-stream".parse().unwrap());
                 Ok::<_, std::convert::Infallible>(r)
             }
         });
-        let _ = hyper::server::conn::http1::Builder::new().serve_connection(hyper_util::rt::TokioIo::new(stream), svc).await;
+        let _ = hyper::server::conn::http1::Builder::new()
+            .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+            .await;
     });
     format!("http://{addr}")
 }
@@ -298,11 +446,15 @@ async fn slow_upstream(release: tokio::sync::oneshot::Receiver<()>) -> String {
 async fn answers_stream_through_and_tool_calls_wait_for_the_journal() {
     let (release_tx, release_rx) = tokio::sync::oneshot::channel();
     let base = slow_upstream(release_rx).await;
-    let (b, mut rx) = bridge::start(config(&base, UpstreamMode::Native)).await.unwrap();
+    let (b, mut rx) = bridge::start(config(&base, UpstreamMode::Native))
+        .await
+        .unwrap();
     let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
     let req = Request::post(format!("{}/v1/messages", b.base_url()))
         .header("x-api-key", b.key())
-        .body(Full::new(Bytes::from(first_request(CLAUDE_DEFAULT_RESUME_TEXT).to_string())))
+        .body(Full::new(Bytes::from(
+            first_request(CLAUDE_DEFAULT_RESUME_TEXT).to_string(),
+        )))
         .unwrap();
     let fut = tokio::spawn(async move { client.request(req).await.unwrap() });
     // The validation must be acknowledged before anything is forwarded.
@@ -314,23 +466,38 @@ async fn answers_stream_through_and_tool_calls_wait_for_the_journal() {
     // Text arrives while the upstream is still answering (no full buffering).
     let mut seen = String::new();
     while !seen.contains("EARLY") {
-        let f = tokio::time::timeout(Duration::from_secs(5), body.frame()).await.expect("early bytes arrive").unwrap().unwrap();
+        let f = tokio::time::timeout(Duration::from_secs(5), body.frame())
+            .await
+            .expect("early bytes arrive")
+            .unwrap()
+            .unwrap();
         seen.push_str(&String::from_utf8_lossy(&f.into_data().unwrap()));
     }
     release_tx.send(()).unwrap();
     // The step is reported; until it is acknowledged the tool call is not released.
-    let n2 = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.unwrap().unwrap();
-    let Event::ContinuationStep(ref step) = n2.event else { panic!("{:?}", n2.event) };
+    let n2 = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    let Event::ContinuationStep(ref step) = n2.event else {
+        panic!("{:?}", n2.event)
+    };
     assert_eq!(step.tools, ["Bash"]);
     let held = tokio::time::timeout(Duration::from_millis(300), body.frame()).await;
     if let Ok(Some(Ok(f))) = &held {
         let s = String::from_utf8_lossy(f.data_ref().unwrap()).into_owned();
-        assert!(!s.contains("tool_use"), "tool call released before the step was journaled: {s}");
+        assert!(
+            !s.contains("tool_use"),
+            "tool call released before the step was journaled: {s}"
+        );
     }
     n2.ack(true);
     let rest = body.collect().await.unwrap().to_bytes();
     let rest = String::from_utf8_lossy(&rest);
-    assert!(rest.contains("\"name\":\"Bash\"") && rest.contains("message_stop"), "{rest}");
+    assert!(
+        rest.contains("\"name\":\"Bash\"") && rest.contains("message_stop"),
+        "{rest}"
+    );
     b.shutdown().await;
 }
 
@@ -338,13 +505,37 @@ async fn answers_stream_through_and_tool_calls_wait_for_the_journal() {
 async fn an_https_upstream_is_spoken_to_over_tls() {
     // A plaintext server behind an https:// URL: the bridge must attempt a TLS handshake
     // (and fail closed), never fall back to plaintext.
-    let up = start(script(), ServerOptions { api_key: Some("upstream-key".into()), ..Default::default() }).await.unwrap();
+    let up = start(
+        script(),
+        ServerOptions {
+            api_key: Some("upstream-key".into()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
     let https = up.base_url().replacen("http://", "https://", 1);
-    let (b, rx) = bridge::start(config(&https, UpstreamMode::Native)).await.unwrap();
+    let (b, rx) = bridge::start(config(&https, UpstreamMode::Native))
+        .await
+        .unwrap();
     let (_events, _t) = bridge::auto_ack(rx);
-    let (st, body) = post(&b.base_url(), "/v1/messages?beta=true", b.key(), &first_request(CLAUDE_DEFAULT_RESUME_TEXT)).await;
+    let (st, body) = post(
+        &b.base_url(),
+        "/v1/messages?beta=true",
+        b.key(),
+        &first_request(CLAUDE_DEFAULT_RESUME_TEXT),
+    )
+    .await;
     assert!(st.is_server_error() || st.is_client_error(), "{st} {body}");
-    assert_eq!(up.main_requests().len(), 0, "nothing reached the plaintext upstream as a request");
+    assert_eq!(
+        up.main_requests().len(),
+        0,
+        "nothing reached the plaintext upstream as a request"
+    );
     // a bad scheme is refused at start
-    assert!(bridge::start(config("ftp://127.0.0.1:1", UpstreamMode::Native)).await.is_err());
+    assert!(
+        bridge::start(config("ftp://127.0.0.1:1", UpstreamMode::Native))
+            .await
+            .is_err()
+    );
 }

@@ -19,11 +19,17 @@ use std::time::Duration;
 const NONCE: &str = "pvisor-codex-resume-0123456789abcdef";
 
 fn fixture(p: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex").join(p)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/codex")
+        .join(p)
 }
 
 fn original_requests() -> Vec<Value> {
-    std::fs::read_to_string(fixture("genuine/requests-run1.jsonl")).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    std::fs::read_to_string(fixture("genuine/requests-run1.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 /// The rebuilt prefix at boundary `n` with the original observations.
@@ -31,10 +37,28 @@ fn prefix(n: usize) -> Vec<Value> {
     let path = fixture("genuine/rollout-run1.jsonl");
     let a = pvisor::adapters::codex::agent::Codex::default();
     let plan = a.parse(&path, &std::fs::read(&path).unwrap()).unwrap();
-    let obs: BTreeMap<String, Observation> = plan.batches.iter().flat_map(|b| b.calls.iter().map(|c| (c.call_id.clone(), c.original.clone().unwrap()))).collect();
+    let obs: BTreeMap<String, Observation> = plan
+        .batches
+        .iter()
+        .flat_map(|b| {
+            b.calls
+                .iter()
+                .map(|c| (c.call_id.clone(), c.original.clone().unwrap()))
+        })
+        .collect();
     let state = tempfile::tempdir().unwrap();
     let art = state.path().join("a.jsonl");
-    a.rebuild(&RebuildRequest { source: &path, plan: &plan, after_step: n, observations: &obs, workspace: state.path(), state_dir: state.path(), artifact_path: &art }).unwrap().prefix
+    a.rebuild(&RebuildRequest {
+        source: &path,
+        plan: &plan,
+        after_step: n,
+        observations: &obs,
+        workspace: state.path(),
+        state_dir: state.path(),
+        artifact_path: &art,
+    })
+    .unwrap()
+    .prefix
 }
 
 fn skills() -> Value {
@@ -45,7 +69,12 @@ fn nonce() -> Value {
     json!({"type": "message", "id": "msg_y", "role": "user", "content": [{"type": "input_text", "text": NONCE}]})
 }
 
-fn config(upstream: &str, prefix: Vec<Value>, max_steps: Option<u64>, prompt: Option<&str>) -> BridgeConfig {
+fn config(
+    upstream: &str,
+    prefix: Vec<Value>,
+    max_steps: Option<u64>,
+    prompt: Option<&str>,
+) -> BridgeConfig {
     BridgeConfig {
         protocol: AgentProtocol::OpenAiResponses,
         transport: TransportRule::CodexResume { text: NONCE.into() },
@@ -53,10 +82,17 @@ fn config(upstream: &str, prefix: Vec<Value>, max_steps: Option<u64>, prompt: Op
         boundary_prompt: prompt.map(str::to_string),
         disable_thinking: false,
         max_steps,
-        upstream: Upstream { base_url: upstream.into(), mode: UpstreamMode::Native, api_key: Some("upstream-key".into()), model: None, response_timeout: Duration::from_secs(10) },
+        upstream: Upstream {
+            base_url: upstream.into(),
+            mode: UpstreamMode::Native,
+            api_key: Some("upstream-key".into()),
+            model: None,
+            response_timeout: Duration::from_secs(10),
+        },
         key: None,
         port: 0,
         resume: None,
+        refused_blobs: None,
     }
 }
 
@@ -74,7 +110,9 @@ async fn post(base: &str, key: &str, body: &Value) -> (StatusCode, String) {
 }
 
 fn upstream_script() -> Script {
-    Script::from_path(fixture("five-step/script.json")).unwrap().substitute(&[("CWD", "/tmp/x")])
+    Script::from_path(fixture("five-step/script.json"))
+        .unwrap()
+        .substitute(&[("CWD", "/tmp/x")])
 }
 
 #[tokio::test]
@@ -82,8 +120,18 @@ async fn codex_resume_request_is_cleaned_validated_and_ends_at_the_boundary() {
     let reqs = original_requests();
     let n = 3;
     let p = prefix(n);
-    let up = start(upstream_script(), ServerOptions { api_key: Some("upstream-key".into()), ..Default::default() }).await.unwrap();
-    let (b, rx) = bridge::start(config(&up.base_url(), p.clone(), Some(1), None)).await.unwrap();
+    let up = start(
+        upstream_script(),
+        ServerOptions {
+            api_key: Some("upstream-key".into()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let (b, rx) = bridge::start(config(&up.base_url(), p.clone(), Some(1), None))
+        .await
+        .unwrap();
     let (events, _t) = bridge::auto_ack(rx);
     // What codex exec resume sends from a different CODEX_HOME path: the prefix, the skills
     // developer item, the nonce prompt.
@@ -101,11 +149,35 @@ async fn codex_resume_request_is_cleaned_validated_and_ends_at_the_boundary() {
     // Upstream received exactly the original request N+1 (the request ends at O′N).
     assert_eq!(got[0].body, reqs[n]["body"]);
     let evs = events.lock().unwrap().clone();
-    let v: Vec<_> = evs.iter().filter_map(|e| if let Event::BridgeRequestValidated(v) = e { Some(v.clone()) } else { None }).collect();
+    let v: Vec<_> = evs
+        .iter()
+        .filter_map(|e| {
+            if let Event::BridgeRequestValidated(v) = e {
+                Some(v.clone())
+            } else {
+                None
+            }
+        })
+        .collect();
     assert_eq!(v.len(), 1);
     assert!(v[0].ok);
-    assert_eq!(v[0].removed, vec!["codex:skills_instructions".to_string(), "codex:resume_prompt".to_string()]);
-    let steps: Vec<_> = evs.iter().filter_map(|e| if let Event::ContinuationStep(s) = e { Some(s.clone()) } else { None }).collect();
+    assert_eq!(
+        v[0].removed,
+        vec![
+            "codex:skills_instructions".to_string(),
+            "codex:resume_prompt".to_string()
+        ]
+    );
+    let steps: Vec<_> = evs
+        .iter()
+        .filter_map(|e| {
+            if let Event::ContinuationStep(s) = e {
+                Some(s.clone())
+            } else {
+                None
+            }
+        })
+        .collect();
     assert_eq!(steps.len(), 1);
     // The budget (1 live step) is used up: the next request is refused.
     let mut next = body.clone();
@@ -119,8 +191,18 @@ async fn codex_resume_request_is_cleaned_validated_and_ends_at_the_boundary() {
 async fn a_changed_prefix_item_or_a_misplaced_nonce_is_refused() {
     let reqs = original_requests();
     let p = prefix(2);
-    let up = start(upstream_script(), ServerOptions { api_key: Some("upstream-key".into()), ..Default::default() }).await.unwrap();
-    let (b, rx) = bridge::start(config(&up.base_url(), p.clone(), None, None)).await.unwrap();
+    let up = start(
+        upstream_script(),
+        ServerOptions {
+            api_key: Some("upstream-key".into()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let (b, rx) = bridge::start(config(&up.base_url(), p.clone(), None, None))
+        .await
+        .unwrap();
     let (_events, _t) = bridge::auto_ack(rx);
     let mut body = reqs[2]["body"].clone();
     let input = body["input"].as_array_mut().unwrap();
@@ -131,7 +213,9 @@ async fn a_changed_prefix_item_or_a_misplaced_nonce_is_refused() {
     assert_eq!(st, StatusCode::UNPROCESSABLE_ENTITY, "{text}");
     assert!(up.main_requests().is_empty());
 
-    let (b, rx) = bridge::start(config(&up.base_url(), p, None, None)).await.unwrap();
+    let (b, rx) = bridge::start(config(&up.base_url(), p, None, None))
+        .await
+        .unwrap();
     let (_events, _t) = bridge::auto_ack(rx);
     let mut body = reqs[2]["body"].clone();
     body["input"].as_array_mut().unwrap().insert(1, nonce());
@@ -144,8 +228,23 @@ async fn a_changed_prefix_item_or_a_misplaced_nonce_is_refused() {
 async fn boundary_prompt_is_added_once_after_the_boundary() {
     let reqs = original_requests();
     let p = prefix(1);
-    let up = start(upstream_script(), ServerOptions { api_key: Some("upstream-key".into()), ..Default::default() }).await.unwrap();
-    let (b, rx) = bridge::start(config(&up.base_url(), p.clone(), None, Some("Say hi first."))).await.unwrap();
+    let up = start(
+        upstream_script(),
+        ServerOptions {
+            api_key: Some("upstream-key".into()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let (b, rx) = bridge::start(config(
+        &up.base_url(),
+        p.clone(),
+        None,
+        Some("Say hi first."),
+    ))
+    .await
+    .unwrap();
     let (_events, _t) = bridge::auto_ack(rx);
     let mut body = reqs[1]["body"].clone();
     body["input"].as_array_mut().unwrap().push(nonce());
@@ -154,6 +253,9 @@ async fn boundary_prompt_is_added_once_after_the_boundary() {
     let got = up.main_requests();
     let input = got[0].body["input"].as_array().unwrap();
     assert_eq!(input.len(), p.len() + 1);
-    assert_eq!(input[p.len()], json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Say hi first."}]}));
+    assert_eq!(
+        input[p.len()],
+        json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Say hi first."}]})
+    );
     assert_eq!(got[0].body.to_string().matches("Say hi first.").count(), 1);
 }

@@ -7,10 +7,12 @@ use pvisor::error::TrajectoryError;
 use serde_json::{json, Value};
 use std::path::Path;
 
-const SESSION: &str = "tests/fixtures/claude/native-run1/bb060794-24b9-4e25-8e25-e714a6132171.jsonl";
+const SESSION: &str =
+    "tests/fixtures/claude/native-run1/bb060794-24b9-4e25-8e25-e714a6132171.jsonl";
 
 fn lines() -> Vec<String> {
-    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(SESSION)).unwrap();
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(SESSION)).unwrap();
     text.lines().map(str::to_owned).collect()
 }
 
@@ -61,7 +63,11 @@ fn broken_chain() {
     l[32] = String::new();
     let e = parse(&l).unwrap_err();
     assert_eq!((e.line, e.field.as_str()), (34, "parentUuid"));
-    assert!(e.message.contains("401b6ee6-8e35-4998-ad51-87ba3e08fa64"), "{}", e.message);
+    assert!(
+        e.message.contains("401b6ee6-8e35-4998-ad51-87ba3e08fa64"),
+        "{}",
+        e.message
+    );
 }
 
 #[test]
@@ -97,15 +103,22 @@ fn tool_use_without_result_before_a_later_batch() {
 #[test]
 fn result_without_tool_use() {
     let mut l = lines();
-    edit_line(&mut l, 39, |v| v["message"]["content"][0]["tool_use_id"] = json!("toolu_nope"));
+    edit_line(&mut l, 39, |v| {
+        v["message"]["content"][0]["tool_use_id"] = json!("toolu_nope")
+    });
     let e = parse(&l).unwrap_err();
-    assert_eq!((e.line, e.field.as_str()), (39, "message.content[0].tool_use_id"));
+    assert_eq!(
+        (e.line, e.field.as_str()),
+        (39, "message.content[0].tool_use_id")
+    );
 }
 
 #[test]
 fn duplicate_tool_use_id() {
     let mut l = lines();
-    edit_line(&mut l, 35, |v| v["message"]["content"][0]["id"] = json!("toolu_fake_t002_0"));
+    edit_line(&mut l, 35, |v| {
+        v["message"]["content"][0]["id"] = json!("toolu_fake_t002_0")
+    });
     let e = parse(&l).unwrap_err();
     assert_eq!((e.line, e.field.as_str()), (35, "message.content[0].id"));
 }
@@ -117,13 +130,20 @@ fn wrong_field_types_are_named() {
     let e = parse(&l).unwrap_err();
     assert_eq!((e.line, e.field.as_str()), (21, "parentUuid"));
     let mut l = lines();
-    edit_line(&mut l, 21, |v| v["message"]["content"][0]["name"] = json!(null));
+    edit_line(&mut l, 21, |v| {
+        v["message"]["content"][0]["name"] = json!(null)
+    });
     let e = parse(&l).unwrap_err();
     assert_eq!((e.line, e.field.as_str()), (21, "message.content[0].name"));
     let mut l = lines();
-    edit_line(&mut l, 24, |v| v["message"]["content"][0]["is_error"] = json!("no"));
+    edit_line(&mut l, 24, |v| {
+        v["message"]["content"][0]["is_error"] = json!("no")
+    });
     let e = parse(&l).unwrap_err();
-    assert_eq!((e.line, e.field.as_str()), (24, "message.content[0].is_error"));
+    assert_eq!(
+        (e.line, e.field.as_str()),
+        (24, "message.content[0].is_error")
+    );
 }
 
 #[test]
@@ -161,13 +181,19 @@ fn sidechain_and_unknown_records_pass_through() {
     let p = parse(&l).unwrap();
     assert_eq!(p.plan().batches.len(), 4);
     assert_eq!(p.plan().model_turns, 5);
-    assert!(p.records.iter().any(|r| r.is_sidechain && r.uuid.as_deref() == Some("side-2")));
+    assert!(p
+        .records
+        .iter()
+        .any(|r| r.is_sidechain && r.uuid.as_deref() == Some("side-2")));
     assert_eq!(p.records.last().unwrap().kind, "some-future-record");
 }
 
 fn rec(kind: &str, uuid: &str, parent: Option<&str>, message: Value) -> String {
-    serde_json::to_string(&json!({"parentUuid": parent, "isSidechain": false, "type": kind, "uuid": uuid,
-        "sessionId": "s1", "cwd": "/w", "version": "2.1.332", "message": message})).unwrap()
+    serde_json::to_string(
+        &json!({"parentUuid": parent, "isSidechain": false, "type": kind, "uuid": uuid,
+        "sessionId": "s1", "cwd": "/w", "version": "2.1.332", "message": message}),
+    )
+    .unwrap()
 }
 
 fn tool_use(msg: &str, id: &str, cmd: &str) -> Value {
@@ -183,32 +209,80 @@ fn compact_boundary_continues_through_logical_parent() {
     let boundary = serde_json::to_string(&json!({"parentUuid": null, "logicalParentUuid": "r1", "isSidechain": false, "type": "system",
         "subtype": "compact_boundary", "uuid": "cb", "sessionId": "s1", "content": "Conversation compacted"})).unwrap();
     let l = vec![
-        rec("user", "u1", None, json!({"role": "user", "content": "task"})),
-        rec("assistant", "a1", Some("u1"), tool_use("m1", "t1", "echo one")),
+        rec(
+            "user",
+            "u1",
+            None,
+            json!({"role": "user", "content": "task"}),
+        ),
+        rec(
+            "assistant",
+            "a1",
+            Some("u1"),
+            tool_use("m1", "t1", "echo one"),
+        ),
         rec("user", "r1", Some("a1"), tool_result("t1", "one")),
         boundary,
-        rec("user", "sum", Some("cb"), json!({"role": "user", "content": "summary"})),
-        rec("assistant", "a2", Some("sum"), tool_use("m2", "t2", "echo two")),
+        rec(
+            "user",
+            "sum",
+            Some("cb"),
+            json!({"role": "user", "content": "summary"}),
+        ),
+        rec(
+            "assistant",
+            "a2",
+            Some("sum"),
+            tool_use("m2", "t2", "echo two"),
+        ),
         rec("user", "r2", Some("a2"), tool_result("t2", "two")),
     ];
     let p = parse(&l).unwrap();
     assert_eq!(p.plan().batches.len(), 2);
     assert_eq!(p.compact_boundaries.len(), 1);
     assert_eq!(p.records[p.compact_boundaries[0]].line, 4);
-    assert_eq!(p.plan().batches[1].calls[0].original.as_ref().unwrap().text, "two");
+    assert_eq!(
+        p.plan().batches[1].calls[0].original.as_ref().unwrap().text,
+        "two"
+    );
 }
 
 #[test]
 fn abandoned_branch_is_excluded() {
     // A rewind: the user re-prompted from u1; the first branch (a1/r1) is abandoned.
     let l = vec![
-        rec("user", "u1", None, json!({"role": "user", "content": "task"})),
-        rec("assistant", "a1", Some("u1"), tool_use("m1", "t1", "echo old")),
+        rec(
+            "user",
+            "u1",
+            None,
+            json!({"role": "user", "content": "task"}),
+        ),
+        rec(
+            "assistant",
+            "a1",
+            Some("u1"),
+            tool_use("m1", "t1", "echo old"),
+        ),
         rec("user", "r1", Some("a1"), tool_result("t1", "old")),
-        rec("user", "u2", None, json!({"role": "user", "content": "task, again"})),
-        rec("assistant", "a2", Some("u2"), tool_use("m2", "t2", "echo new")),
+        rec(
+            "user",
+            "u2",
+            None,
+            json!({"role": "user", "content": "task, again"}),
+        ),
+        rec(
+            "assistant",
+            "a2",
+            Some("u2"),
+            tool_use("m2", "t2", "echo new"),
+        ),
         rec("user", "r2", Some("a2"), tool_result("t2", "new")),
-        rec("assistant", "a3", Some("r2"), json!({"id": "m3", "role": "assistant", "content": [{"type": "text", "text": "done"}]})),
+        rec(
+            "assistant",
+            "a3",
+            Some("r2"),
+            json!({"id": "m3", "role": "assistant", "content": [{"type": "text", "text": "done"}]}),
+        ),
     ];
     let p = parse(&l).unwrap();
     assert_eq!(p.plan().batches.len(), 1);
@@ -223,27 +297,54 @@ fn parallel_calls_with_the_chain_through_the_first_result() {
     // result are off the chain and re-attached.
     let block = |id: &str| json!({"id": "m1", "role": "assistant", "content": [{"type": "tool_use", "id": id, "name": "Bash", "input": {"command": "true"}}]});
     let l = vec![
-        rec("user", "u1", None, json!({"role": "user", "content": "task"})),
+        rec(
+            "user",
+            "u1",
+            None,
+            json!({"role": "user", "content": "task"}),
+        ),
         rec("assistant", "a1", Some("u1"), block("t1")),
         rec("assistant", "a2", Some("a1"), block("t2")),
         rec("user", "r1", Some("a1"), tool_result("t1", "x")),
         rec("user", "r2", Some("a2"), tool_result("t2", "y")),
-        rec("assistant", "a3", Some("r1"), json!({"id": "m2", "role": "assistant", "content": [{"type": "text", "text": "done"}]})),
+        rec(
+            "assistant",
+            "a3",
+            Some("r1"),
+            json!({"id": "m2", "role": "assistant", "content": [{"type": "text", "text": "done"}]}),
+        ),
     ];
     let p = parse(&l).unwrap();
     let b = &p.plan().batches;
     assert_eq!(b.len(), 1);
-    assert_eq!(b[0].calls.iter().map(|c| c.call_id.as_str()).collect::<Vec<_>>(), vec!["t1", "t2"]);
+    assert_eq!(
+        b[0].calls
+            .iter()
+            .map(|c| c.call_id.as_str())
+            .collect::<Vec<_>>(),
+        vec!["t1", "t2"]
+    );
     assert!(b[0].complete);
 }
 
 #[test]
 fn array_content_keeps_native_blocks() {
-    let content = json!([{"type": "text", "text": "part one "}, {"type": "text", "text": "part two"}]);
+    let content =
+        json!([{"type": "text", "text": "part one "}, {"type": "text", "text": "part two"}]);
     let l = vec![
-        rec("user", "u1", None, json!({"role": "user", "content": "task"})),
+        rec(
+            "user",
+            "u1",
+            None,
+            json!({"role": "user", "content": "task"}),
+        ),
         rec("assistant", "a1", Some("u1"), tool_use("m1", "t1", "true")),
-        rec("user", "r1", Some("a1"), json!({"role": "user", "content": [{"tool_use_id": "t1", "type": "tool_result", "content": content, "is_error": true}]})),
+        rec(
+            "user",
+            "r1",
+            Some("a1"),
+            json!({"role": "user", "content": [{"tool_use_id": "t1", "type": "tool_result", "content": content, "is_error": true}]}),
+        ),
     ];
     let p = parse(&l).unwrap();
     let o = p.plan().batches[0].calls[0].original.clone().unwrap();
@@ -255,9 +356,24 @@ fn array_content_keeps_native_blocks() {
 #[test]
 fn cycle_is_an_error() {
     let l = vec![
-        rec("user", "u1", Some("a1"), json!({"role": "user", "content": "task"})),
-        rec("assistant", "a1", Some("u1"), json!({"id": "m", "role": "assistant", "content": []})),
-        rec("user", "u9", Some("a1"), json!({"role": "user", "content": "leaf"})),
+        rec(
+            "user",
+            "u1",
+            Some("a1"),
+            json!({"role": "user", "content": "task"}),
+        ),
+        rec(
+            "assistant",
+            "a1",
+            Some("u1"),
+            json!({"id": "m", "role": "assistant", "content": []}),
+        ),
+        rec(
+            "user",
+            "u9",
+            Some("a1"),
+            json!({"role": "user", "content": "leaf"}),
+        ),
     ];
     let e = parse(&l).unwrap_err();
     assert_eq!(e.field, "parentUuid");
@@ -341,7 +457,9 @@ fn apply(lines: &mut Vec<Vec<u8>>, m: &Mutation) {
             }
         }
         Mutation::CopyUuid(a, b) => {
-            let src: Option<Value> = serde_json::from_slice::<Value>(&lines[a % n]).ok().and_then(|v| v.get("uuid").cloned());
+            let src: Option<Value> = serde_json::from_slice::<Value>(&lines[a % n])
+                .ok()
+                .and_then(|v| v.get("uuid").cloned());
             if let (Some(u), Ok(mut v)) = (src, serde_json::from_slice::<Value>(&lines[b % n])) {
                 if v.is_object() {
                     v["parentUuid"] = u;

@@ -10,11 +10,15 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude/recorded").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/claude/recorded")
+        .join(name)
 }
 
 fn copy_tree(from: &Path, to: &Path, mtime: SystemTime) {
-    let Ok(rd) = std::fs::read_dir(from) else { return };
+    let Ok(rd) = std::fs::read_dir(from) else {
+        return;
+    };
     let mut entries: Vec<_> = rd.flatten().collect();
     entries.sort_by_key(|e| e.file_name());
     for e in entries {
@@ -24,7 +28,12 @@ fn copy_tree(from: &Path, to: &Path, mtime: SystemTime) {
             copy_tree(&e.path(), &dst, mtime);
         } else {
             std::fs::copy(e.path(), &dst).unwrap();
-            std::fs::File::options().write(true).open(&dst).unwrap().set_modified(mtime).unwrap();
+            std::fs::File::options()
+                .write(true)
+                .open(&dst)
+                .unwrap()
+                .set_modified(mtime)
+                .unwrap();
         }
     }
 }
@@ -33,7 +42,12 @@ fn copy_tree(from: &Path, to: &Path, mtime: SystemTime) {
 /// file as the continuation e2e tests: `/tmp/pvisor-rec-<name>.lock`).
 fn lock_cwd(name: &str) -> std::fs::File {
     use fs2::FileExt;
-    let f = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(format!("/tmp/pvisor-rec-{name}.lock")).unwrap();
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(format!("/tmp/pvisor-rec-{name}.lock"))
+        .unwrap();
     f.lock_exclusive().unwrap();
     f
 }
@@ -41,7 +55,8 @@ fn lock_cwd(name: &str) -> std::fs::File {
 fn replay(name: &str) -> Vec<(String, String, String)> {
     let _lock = lock_cwd(name);
     let dir = fixture(name);
-    let meta: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json")).unwrap()).unwrap();
+    let meta: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json")).unwrap()).unwrap();
     let parsed = claude_code::parse_file(&dir.join("session.jsonl")).unwrap();
     let ws = PathBuf::from(meta["cwd"].as_str().unwrap());
     assert_eq!(parsed.original_cwd.as_deref(), Some(ws.as_path()));
@@ -49,10 +64,15 @@ fn replay(name: &str) -> Vec<(String, String, String)> {
         std::fs::remove_dir_all(&ws).unwrap();
     }
     std::fs::create_dir_all(&ws).unwrap();
-    let mtime = UNIX_EPOCH + Duration::from_secs(meta["workspace_before_mtime"].as_u64().unwrap_or(0));
+    let mtime =
+        UNIX_EPOCH + Duration::from_secs(meta["workspace_before_mtime"].as_u64().unwrap_or(0));
     copy_tree(&dir.join("workspace-before"), &ws, mtime);
     let logs = tempfile::tempdir().unwrap();
-    let ctx = ExecContext { workspace: ws.clone(), log_dir: logs.path().to_path_buf(), timeout: Duration::from_secs(60) };
+    let ctx = ExecContext {
+        workspace: ws.clone(),
+        log_dir: logs.path().to_path_buf(),
+        timeout: Duration::from_secs(60),
+    };
     tools::begin_session(&ws, tools::ToolConfig::for_session(&parsed));
     let mut mismatches = Vec::new();
     let session = tools::session_for(&ws);
@@ -60,7 +80,11 @@ fn replay(name: &str) -> Vec<(String, String, String)> {
     for batch in &parsed.plan().batches {
         assert!(batch.complete);
         // Claude's between-turn file-change attachments before this batch.
-        for &i in parsed.chain.iter().filter(|&&i| parsed.records[i].line < batch.locator.line) {
+        for &i in parsed
+            .chain
+            .iter()
+            .filter(|&&i| parsed.records[i].line < batch.locator.line)
+        {
             if i < next_record {
                 continue;
             }
@@ -68,12 +92,25 @@ fn replay(name: &str) -> Vec<(String, String, String)> {
                 session.observe_attachment(&parsed.records[i].value["attachment"], &ctx);
             }
         }
-        next_record = parsed.chain.iter().copied().filter(|&i| parsed.records[i].line < batch.locator.line).max().map_or(0, |i| i + 1);
+        next_record = parsed
+            .chain
+            .iter()
+            .copied()
+            .filter(|&i| parsed.records[i].line < batch.locator.line)
+            .max()
+            .map_or(0, |i| i + 1);
         for call in &batch.calls {
-            let out = claude_code::execute(call, &ctx).unwrap_or_else(|e| panic!("{name} {}: {e}", call.call_id));
+            let out = claude_code::execute(call, &ctx)
+                .unwrap_or_else(|e| panic!("{name} {}: {e}", call.call_id));
             let orig = call.original.as_ref().unwrap();
-            if normalize(&out.observation.text) != normalize(&orig.text) || out.observation.is_error != orig.is_error {
-                mismatches.push((call.tool.clone(), orig.text.clone(), out.observation.text.clone()));
+            if normalize(&out.observation.text) != normalize(&orig.text)
+                || out.observation.is_error != orig.is_error
+            {
+                mismatches.push((
+                    call.tool.clone(),
+                    orig.text.clone(),
+                    out.observation.text.clone(),
+                ));
             }
         }
     }
@@ -82,7 +119,12 @@ fn replay(name: &str) -> Vec<(String, String, String)> {
     if after.exists() {
         for entry in walk(&after) {
             let rel = entry.strip_prefix(&after).unwrap();
-            assert_eq!(std::fs::read(&entry).unwrap(), std::fs::read(ws.join(rel)).unwrap(), "{name}: {}", rel.display());
+            assert_eq!(
+                std::fs::read(&entry).unwrap(),
+                std::fs::read(ws.join(rel)).unwrap(),
+                "{name}: {}",
+                rel.display()
+            );
         }
     }
     std::fs::remove_dir_all(&ws).unwrap();
@@ -115,10 +157,16 @@ fn except_glob_order(m: Vec<(String, String, String)>) -> Vec<(String, String, S
     m.into_iter()
         .filter(|(tool, orig, ours)| {
             // With the 100-path cap, another directory order also picks another subset.
-            let capped = |s: &str| s.lines().last().map_or(false, |l| l.starts_with("(Showing "));
+            let capped = |s: &str| {
+                s.lines()
+                    .last()
+                    .map_or(false, |l| l.starts_with("(Showing "))
+            };
             let order_only = tool == "Glob"
                 && (sorted(orig) == sorted(ours)
-                    || (capped(orig) && orig.lines().count() == ours.lines().count() && orig.lines().last() == ours.lines().last()));
+                    || (capped(orig)
+                        && orig.lines().count() == ours.lines().count()
+                        && orig.lines().last() == ours.lines().last()));
             if order_only {
                 eprintln!("Glob order differs on this file system:\n{orig}\n---\n{ours}");
             }
@@ -191,7 +239,16 @@ fn tool_probe3_session_shell_reads() {
         // Same files, listed in another order: Claude lists them as its parallel `stat`
         // calls complete.
         let files = |s: &str| {
-            let mut v: Vec<String> = s.split(": ").nth(1).unwrap_or("").split(". Call").next().unwrap_or("").split(", ").map(str::to_owned).collect();
+            let mut v: Vec<String> = s
+                .split(": ")
+                .nth(1)
+                .unwrap_or("")
+                .split(". Call")
+                .next()
+                .unwrap_or("")
+                .split(", ")
+                .map(str::to_owned)
+                .collect();
             v.sort();
             v
         };

@@ -8,7 +8,8 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-const SESSION: &str = "tests/fixtures/claude/native-run1/bb060794-24b9-4e25-8e25-e714a6132171.jsonl";
+const SESSION: &str =
+    "tests/fixtures/claude/native-run1/bb060794-24b9-4e25-8e25-e714a6132171.jsonl";
 /// The original run's working directory; the product expects the replay workspace at the
 /// same path (absolute paths in tool inputs and outputs name it).
 const ORIGINAL_CWD: &str = "/tmp/realagent-claude.GJgznB/work";
@@ -23,18 +24,51 @@ fn parses_the_genuine_session() {
     let plan = parsed.plan();
     assert_eq!(plan.agent, "claude-code");
     assert_eq!(plan.recorded_version.as_deref(), Some("2.1.332"));
-    assert_eq!(plan.session_id.as_deref(), Some("bb060794-24b9-4e25-8e25-e714a6132171"));
+    assert_eq!(
+        plan.session_id.as_deref(),
+        Some("bb060794-24b9-4e25-8e25-e714a6132171")
+    );
     assert_eq!(plan.original_cwd.as_deref(), Some(Path::new(ORIGINAL_CWD)));
-    let ids: Vec<Vec<&str>> = plan.batches.iter().map(|b| b.calls.iter().map(|c| c.call_id.as_str()).collect()).collect();
+    let ids: Vec<Vec<&str>> = plan
+        .batches
+        .iter()
+        .map(|b| b.calls.iter().map(|c| c.call_id.as_str()).collect())
+        .collect();
     assert_eq!(
         ids,
-        vec![vec!["toolu_fake_t000_0"], vec!["toolu_fake_t001_0"], vec!["toolu_fake_t002_0", "toolu_fake_t002_1"], vec!["toolu_fake_t003_0"]]
+        vec![
+            vec!["toolu_fake_t000_0"],
+            vec!["toolu_fake_t001_0"],
+            vec!["toolu_fake_t002_0", "toolu_fake_t002_1"],
+            vec!["toolu_fake_t003_0"]
+        ]
     );
-    let tools: Vec<Vec<&str>> = plan.batches.iter().map(|b| b.calls.iter().map(|c| c.tool.as_str()).collect()).collect();
-    assert_eq!(tools, vec![vec!["Bash"], vec!["Write"], vec!["Read", "Bash"], vec!["Edit"]]);
+    let tools: Vec<Vec<&str>> = plan
+        .batches
+        .iter()
+        .map(|b| b.calls.iter().map(|c| c.tool.as_str()).collect())
+        .collect();
+    assert_eq!(
+        tools,
+        vec![
+            vec!["Bash"],
+            vec!["Write"],
+            vec!["Read", "Bash"],
+            vec!["Edit"]
+        ]
+    );
     assert!(plan.batches.iter().all(|b| b.complete));
-    assert_eq!(plan.batches.iter().map(|b| b.index).collect::<Vec<_>>(), vec![1, 2, 3, 4]);
-    assert_eq!(plan.batches.iter().map(|b| b.model_turn).collect::<Vec<_>>(), vec![1, 2, 3, 4]);
+    assert_eq!(
+        plan.batches.iter().map(|b| b.index).collect::<Vec<_>>(),
+        vec![1, 2, 3, 4]
+    );
+    assert_eq!(
+        plan.batches
+            .iter()
+            .map(|b| b.model_turn)
+            .collect::<Vec<_>>(),
+        vec![1, 2, 3, 4]
+    );
     assert_eq!(plan.max_boundary(), 4);
     // Five assistant messages: four with tools and the final text turn.
     assert_eq!(plan.model_turns, 5);
@@ -45,7 +79,10 @@ fn parses_the_genuine_session() {
     assert_eq!(tip.value["message"]["content"][0]["text"], "Done: created a.txt (contains \"hi\"), wrote notes.txt, read it back and edited its second line.");
     // Locators: batch 3 starts at line 33 (its text block), the Read tool_use is line 34.
     assert_eq!(plan.batches[2].locator.line, 33);
-    assert_eq!(plan.batches[2].locator.native_id.as_deref(), Some("msg_fake_t002_003"));
+    assert_eq!(
+        plan.batches[2].locator.native_id.as_deref(),
+        Some("msg_fake_t002_003")
+    );
     assert_eq!(plan.batches[2].calls[0].locator.line, 34);
     // The Read result (line 38) hangs off the Read tool_use line, off the parentUuid chain
     // of the tip; it is re-attached.
@@ -72,7 +109,10 @@ fn parses_the_genuine_session() {
 #[test]
 fn recorded_observations_are_what_the_model_was_sent() {
     let parsed = claude_code::parse_file(&fixture()).unwrap();
-    let requests = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude/requests-run1.jsonl")).unwrap();
+    let requests = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude/requests-run1.jsonl"),
+    )
+    .unwrap();
     let last: Value = serde_json::from_str(requests.lines().last().unwrap()).unwrap();
     let mut sent = std::collections::HashMap::new();
     for m in last["body"]["messages"].as_array().unwrap() {
@@ -92,7 +132,12 @@ fn recorded_observations_are_what_the_model_was_sent() {
             // The rebuilt block has Claude's shape (cache_control aside).
             let mut s = s.clone();
             s.as_object_mut().unwrap().remove("cache_control");
-            assert_eq!(tools::tool_result_block(&c.tool, &c.call_id, o), s, "{}", c.call_id);
+            assert_eq!(
+                tools::tool_result_block(&c.tool, &c.call_id, o),
+                s,
+                "{}",
+                c.call_id
+            );
         }
     }
 }
@@ -102,7 +147,12 @@ fn original_path_lock() -> (std::sync::MutexGuard<'static, ()>, std::fs::File) {
     use fs2::FileExt;
     static L: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let g = L.lock().unwrap_or_else(|e| e.into_inner());
-    let f = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open("/tmp/realagent-claude.GJgznB.lock").unwrap();
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open("/tmp/realagent-claude.GJgznB.lock")
+        .unwrap();
     f.lock_exclusive().unwrap();
     (g, f)
 }
@@ -117,14 +167,27 @@ fn replays_every_batch_byte_for_byte_at_the_original_path() {
     }
     std::fs::create_dir_all(&ws).unwrap();
     let logs = tempfile::tempdir().unwrap();
-    let ctx = ExecContext { workspace: ws.clone(), log_dir: logs.path().to_path_buf(), timeout: Duration::from_secs(60) };
+    let ctx = ExecContext {
+        workspace: ws.clone(),
+        log_dir: logs.path().to_path_buf(),
+        timeout: Duration::from_secs(60),
+    };
     tools::begin_session(&ws, tools::ToolConfig::for_session(&parsed));
     for batch in &parsed.plan().batches {
         for call in &batch.calls {
-            let out = claude_code::execute(call, &ctx).unwrap_or_else(|e| panic!("{}: {e}", call.call_id));
+            let out = claude_code::execute(call, &ctx)
+                .unwrap_or_else(|e| panic!("{}: {e}", call.call_id));
             let orig = call.original.as_ref().unwrap();
-            assert_eq!(out.observation.text, orig.text, "batch {} call {}", batch.index, call.call_id);
-            assert_eq!(out.observation.is_error, orig.is_error, "batch {} call {}", batch.index, call.call_id);
+            assert_eq!(
+                out.observation.text, orig.text,
+                "batch {} call {}",
+                batch.index, call.call_id
+            );
+            assert_eq!(
+                out.observation.is_error, orig.is_error,
+                "batch {} call {}",
+                batch.index, call.call_id
+            );
             assert_eq!(out.observation.native, orig.native);
             match call.tool.as_str() {
                 "Write" | "Edit" => assert_eq!(out.touched, vec![PathBuf::from("notes.txt")]),
@@ -138,8 +201,14 @@ fn replays_every_batch_byte_for_byte_at_the_original_path() {
     // The workspace ends as run 1 left it (the fixture's workspace/ is the state after the
     // later resume, which appended "line three").
     let expected = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude/workspace");
-    assert_eq!(std::fs::read(ws.join("a.txt")).unwrap(), std::fs::read(expected.join("a.txt")).unwrap());
-    assert_eq!(std::fs::read_to_string(ws.join("notes.txt")).unwrap(), "line one\nline 2 (edited)\n");
+    assert_eq!(
+        std::fs::read(ws.join("a.txt")).unwrap(),
+        std::fs::read(expected.join("a.txt")).unwrap()
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("notes.txt")).unwrap(),
+        "line one\nline 2 (edited)\n"
+    );
     tools::end_session(&ws);
     std::fs::remove_dir_all(&ws).unwrap();
 }
@@ -153,7 +222,11 @@ fn edit_without_the_read_state_loses_the_file_state_suffix() {
     let parsed = claude_code::parse_file(&fixture()).unwrap();
     let ws = PathBuf::from(ORIGINAL_CWD);
     let logs = tempfile::tempdir().unwrap();
-    let ctx = ExecContext { workspace: ws.clone(), log_dir: logs.path().to_path_buf(), timeout: Duration::from_secs(60) };
+    let ctx = ExecContext {
+        workspace: ws.clone(),
+        log_dir: logs.path().to_path_buf(),
+        timeout: Duration::from_secs(60),
+    };
     let edit = &parsed.plan().batches[3].calls[0];
     let read = &parsed.plan().batches[2].calls[0];
     let setup = |ws: &Path| {
@@ -168,7 +241,10 @@ fn edit_without_the_read_state_loses_the_file_state_suffix() {
     setup(&ws);
     tools::begin_session(&ws, tools::ToolConfig::for_session(&parsed));
     let out = claude_code::execute(edit, &ctx).unwrap();
-    assert_eq!(out.observation.text, "The file /tmp/realagent-claude.GJgznB/work/notes.txt has been updated successfully.");
+    assert_eq!(
+        out.observation.text,
+        "The file /tmp/realagent-claude.GJgznB/work/notes.txt has been updated successfully."
+    );
 
     setup(&ws);
     let session = tools::begin_session(&ws, tools::ToolConfig::for_session(&parsed));

@@ -6,20 +6,28 @@ mod claude_plan;
 
 use claude_plan::*;
 use pvisor::adapter::{Observation, RebuildRequest};
-use pvisor::adapters::claude_code::rebuild::{escaped_project_dir, rebuild, rebuild_lines, render_messages, ClaudeHome};
+use pvisor::adapters::claude_code::rebuild::{
+    escaped_project_dir, rebuild, rebuild_lines, render_messages, ClaudeHome,
+};
 use pvisor::bridge::canonical::canonical_anthropic_message;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 fn recorded(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude/recorded").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/claude/recorded")
+        .join(name)
 }
 
 fn all_requests(dir: &Path) -> Vec<Value> {
     let mut out = Vec::new();
     for f in ["requests.jsonl", "requests-resume.jsonl"] {
         if let Ok(t) = std::fs::read_to_string(dir.join(f)) {
-            out.extend(t.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|r| r["kind"] == "main"));
+            out.extend(
+                t.lines()
+                    .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                    .filter(|r| r["kind"] == "main"),
+            );
         }
     }
     out
@@ -29,18 +37,25 @@ fn all_requests(dir: &Path) -> Vec<Value> {
 fn request_after(reqs: &[Value], call_id: &str) -> Value {
     reqs.iter()
         .find(|r| {
-            r["body"]["messages"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|m| m["content"].as_array().into_iter().flatten().any(|b| b["tool_use_id"] == call_id))
+            r["body"]["messages"].as_array().unwrap().iter().any(|m| {
+                m["content"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|b| b["tool_use_id"] == call_id)
+            })
         })
         .unwrap_or_else(|| panic!("no request carries {call_id}"))
         .clone()
 }
 
 fn canonical_messages(req: &Value) -> Vec<Value> {
-    req["body"]["messages"].as_array().unwrap().iter().map(canonical_anthropic_message).collect()
+    req["body"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(canonical_anthropic_message)
+        .collect()
 }
 
 #[test]
@@ -50,13 +65,22 @@ fn prefix_equals_the_next_recorded_request_at_every_boundary() {
         let source = dir.join("session.jsonl");
         let plan = plan_from_session(&source);
         let reqs = all_requests(&dir);
-        assert!(plan.max_boundary() >= 4, "{name}: {} batches", plan.batches.len());
+        assert!(
+            plan.max_boundary() >= 4,
+            "{name}: {} batches",
+            plan.batches.len()
+        );
         for n in 1..=plan.max_boundary() {
             let obs = original_observations(&plan, n);
-            let r = rebuild_lines(&source, &plan, n, &obs).unwrap_or_else(|e| panic!("{name} N={n}: {e}"));
+            let r = rebuild_lines(&source, &plan, n, &obs)
+                .unwrap_or_else(|e| panic!("{name} N={n}: {e}"));
             let last_call = &plan.batches[n - 1].calls.last().unwrap().call_id;
             let expected = canonical_messages(&request_after(&reqs, last_call));
-            assert_eq!(r.prefix.len(), expected.len(), "{name} N={n}: message count");
+            assert_eq!(
+                r.prefix.len(),
+                expected.len(),
+                "{name} N={n}: message count"
+            );
             for (i, (a, b)) in r.prefix.iter().zip(&expected).enumerate() {
                 assert_eq!(a, b, "{name} N={n}: message {i}");
             }
@@ -73,19 +97,37 @@ fn rebuilt_session_is_a_clean_cut() {
     let plan = plan_from_session(&source);
     let n = 3;
     let r = rebuild_lines(&source, &plan, n, &original_observations(&plan, n)).unwrap();
-    let lines: Vec<Value> = r.text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<Value> = r
+        .text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     // Ends with the batch-3 results; unchanged lines are byte-identical to the source.
-    let src: Vec<&str> =
-        std::fs::read_to_string(&source).unwrap().lines().map(String::from).collect::<Vec<_>>().leak().iter().map(|s| s.as_str()).collect();
+    let src: Vec<&str> = std::fs::read_to_string(&source)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect::<Vec<_>>()
+        .leak()
+        .iter()
+        .map(|s| s.as_str())
+        .collect();
     for l in r.text.lines() {
-        assert!(src.contains(&l), "a line was rewritten although nothing changed");
+        assert!(
+            src.contains(&l),
+            "a line was rewritten although nothing changed"
+        );
     }
     let last = lines.last().unwrap();
-    assert_eq!(last["message"]["content"][0]["tool_use_id"], "toolu_pv_t002_1");
+    assert_eq!(
+        last["message"]["content"][0]["tool_use_id"],
+        "toolu_pv_t002_1"
+    );
     for l in &lines {
         assert_ne!(l["type"], "cost-state");
         if l["type"] == "assistant" {
-            assert!(["msg_pv_t000", "msg_pv_t001", "msg_pv_t002"].contains(&l["message"]["id"].as_str().unwrap()));
+            assert!(["msg_pv_t000", "msg_pv_t001", "msg_pv_t002"]
+                .contains(&l["message"]["id"].as_str().unwrap()));
         }
     }
     // uuid / parentUuid consistency.
@@ -109,8 +151,22 @@ fn fresh_observation_is_spliced_and_rendered() {
     let plan = plan_from_session(&source);
     let n = 3;
     let mut obs = original_observations(&plan, n);
-    obs.insert("toolu_pv_t002_1".into(), Observation { text: "EDITED-OBS bye".into(), is_error: false, native: None });
-    obs.insert("toolu_pv_t000_0".into(), Observation { text: "Exit code 1\nboom".into(), is_error: true, native: None });
+    obs.insert(
+        "toolu_pv_t002_1".into(),
+        Observation {
+            text: "EDITED-OBS bye".into(),
+            is_error: false,
+            native: None,
+        },
+    );
+    obs.insert(
+        "toolu_pv_t000_0".into(),
+        Observation {
+            text: "Exit code 1\nboom".into(),
+            is_error: true,
+            native: None,
+        },
+    );
     let r = rebuild_lines(&source, &plan, n, &obs).unwrap();
     assert_eq!(r.replaced, ["toolu_pv_t000_0", "toolu_pv_t002_1"]);
     let last = r.prefix.last().unwrap();
@@ -119,17 +175,26 @@ fn fresh_observation_is_spliced_and_rendered() {
     assert_eq!(r.prefix[3]["content"][0]["content"], "Exit code 1\nboom");
     assert_eq!(r.prefix[3]["content"][0]["is_error"], true);
     // Only those two messages differ from the original prefix.
-    let diff: Vec<usize> = (0..r.prefix.len()).filter(|&i| r.prefix[i] != r.original_prefix[i]).collect();
+    let diff: Vec<usize> = (0..r.prefix.len())
+        .filter(|&i| r.prefix[i] != r.original_prefix[i])
+        .collect();
     assert_eq!(diff, [3, 7]);
     // The records carry the new text and no stale toolUseResult.
-    for l in r.text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()) {
+    for l in r
+        .text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+    {
         let c = &l["message"]["content"][0];
         if c["tool_use_id"] == "toolu_pv_t002_1" {
             assert_eq!(c["content"], "EDITED-OBS bye");
             assert!(l.get("toolUseResult").is_none());
         }
         if c["tool_use_id"] == "toolu_pv_t002_0" {
-            assert!(l.get("toolUseResult").is_some(), "unchanged result keeps its metadata");
+            assert!(
+                l.get("toolUseResult").is_some(),
+                "unchanged result keeps its metadata"
+            );
         }
     }
 }
@@ -163,24 +228,42 @@ fn rebuild_writes_session_artifact_and_mtimes() {
     let real = std::fs::canonicalize(&ws).unwrap();
     assert_eq!(
         s.native_path,
-        home.config_dir.join("projects").join(escaped_project_dir(&real).unwrap()).join(format!("{}.jsonl", s.session_id))
+        home.config_dir
+            .join("projects")
+            .join(escaped_project_dir(&real).unwrap())
+            .join(format!("{}.jsonl", s.session_id))
     );
     let bytes = std::fs::read(&s.native_path).unwrap();
     assert_eq!(bytes, std::fs::read(&artifact).unwrap());
-    assert_eq!(s.digest, format!("blake3:{}", blake3::hash(&bytes).to_hex()));
+    assert_eq!(
+        s.digest,
+        format!("blake3:{}", blake3::hash(&bytes).to_hex())
+    );
     // notes.txt was last named by the Read of batch 3 (assistant record at 01:53:02.784Z);
     // a.txt is never named by a file tool and keeps its mtime.
-    let m = std::fs::metadata(ws.join("notes.txt")).unwrap().modified().unwrap();
+    let m = std::fs::metadata(ws.join("notes.txt"))
+        .unwrap()
+        .modified()
+        .unwrap();
     let secs = m.duration_since(std::time::UNIX_EPOCH).unwrap();
     assert_eq!(secs.as_millis(), 1796003582784);
-    let a = std::fs::metadata(ws.join("a.txt")).unwrap().modified().unwrap();
+    let a = std::fs::metadata(ws.join("a.txt"))
+        .unwrap()
+        .modified()
+        .unwrap();
     assert!(a.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() > 1796003582);
 }
 
 #[test]
 fn project_dir_escaping() {
-    assert_eq!(escaped_project_dir(Path::new("/tmp/pvisor-rec-five-step/work")).unwrap(), "-tmp-pvisor-rec-five-step-work");
-    assert_eq!(escaped_project_dir(Path::new("/home/u/my_proj.x")).unwrap(), "-home-u-my-proj-x");
+    assert_eq!(
+        escaped_project_dir(Path::new("/tmp/pvisor-rec-five-step/work")).unwrap(),
+        "-tmp-pvisor-rec-five-step-work"
+    );
+    assert_eq!(
+        escaped_project_dir(Path::new("/home/u/my_proj.x")).unwrap(),
+        "-home-u-my-proj-x"
+    );
     assert!(escaped_project_dir(Path::new(&format!("/{}", "a".repeat(230)))).is_err());
 }
 

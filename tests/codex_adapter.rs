@@ -10,11 +10,17 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 fn fixture(p: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex").join(p)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/codex")
+        .join(p)
 }
 
 fn ctx(ws: &Path) -> ExecContext {
-    ExecContext { workspace: ws.to_path_buf(), log_dir: ws.join(".logs"), timeout: std::time::Duration::from_secs(30) }
+    ExecContext {
+        workspace: ws.to_path_buf(),
+        log_dir: ws.join(".logs"),
+        timeout: std::time::Duration::from_secs(30),
+    }
 }
 
 #[test]
@@ -23,7 +29,16 @@ fn parses_genuine_rollout() {
     assert_eq!(p.session_id, "01a229dc-f117-7e91-85a6-a705d046a8e2");
     assert_eq!(p.cli_version.as_deref(), Some("0.149.0"));
     let plan = p.plan();
-    let shape: Vec<(usize, Vec<&str>)> = plan.batches.iter().map(|b| (b.model_turn, b.calls.iter().map(|c| c.tool.as_str()).collect())).collect();
+    let shape: Vec<(usize, Vec<&str>)> = plan
+        .batches
+        .iter()
+        .map(|b| {
+            (
+                b.model_turn,
+                b.calls.iter().map(|c| c.tool.as_str()).collect(),
+            )
+        })
+        .collect();
     assert_eq!(
         shape,
         vec![
@@ -51,7 +66,10 @@ fn codemode_exec_is_refused_before_anything_runs() {
     let ws = tempfile::tempdir().unwrap();
     let e = a.execute(call, &ctx(ws.path())).unwrap_err().to_string();
     assert!(e.contains("code mode"), "{e}");
-    assert!(std::fs::read_dir(ws.path()).unwrap().next().is_none(), "nothing ran");
+    assert!(
+        std::fs::read_dir(ws.path()).unwrap().next().is_none(),
+        "nothing ran"
+    );
 }
 
 #[test]
@@ -69,7 +87,12 @@ fn replay_every_boundary_matches_originals() {
                 assert_ne!(a.classify(call), ToolClass::Unknown);
                 let out = a.execute(call, &c).unwrap();
                 let orig = call.original.as_ref().unwrap();
-                assert_eq!(a.mask_dynamic(call, &out.observation.text), a.mask_dynamic(call, &orig.text), "call {}", call.call_id);
+                assert_eq!(
+                    a.mask_dynamic(call, &out.observation.text),
+                    a.mask_dynamic(call, &orig.text),
+                    "call {}",
+                    call.call_id
+                );
                 assert_eq!(out.observation.is_error, orig.is_error);
                 obs.insert(call.call_id.clone(), out.observation);
             }
@@ -78,11 +101,27 @@ fn replay_every_boundary_matches_originals() {
         let state = tempfile::tempdir().unwrap();
         let art = state.path().join("out/rollout.jsonl");
         let r = a
-            .rebuild(&RebuildRequest { source: &path, plan: &plan, after_step: n, observations: &obs, workspace: ws.path(), state_dir: state.path(), artifact_path: &art })
+            .rebuild(&RebuildRequest {
+                source: &path,
+                plan: &plan,
+                after_step: n,
+                observations: &obs,
+                workspace: ws.path(),
+                state_dir: state.path(),
+                artifact_path: &art,
+            })
             .unwrap();
         assert_eq!(r.session_id, "01a229dc-f117-7e91-85a6-a705d046a8e2");
-        assert!(r.native_path.starts_with(state.path().join("codex-home/sessions/2026/11/30")));
-        assert!(r.native_path.file_name().unwrap().to_str().unwrap().ends_with("-01a229dc-f117-7e91-85a6-a705d046a8e2.jsonl"));
+        assert!(r
+            .native_path
+            .starts_with(state.path().join("codex-home/sessions/2026/11/30")));
+        assert!(r
+            .native_path
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .ends_with("-01a229dc-f117-7e91-85a6-a705d046a8e2.jsonl"));
         let re = parse::parse_file(&r.native_path).unwrap();
         assert_eq!(re.plan().max_boundary(), n);
         for b in &re.plan().batches {
@@ -93,7 +132,10 @@ fn replay_every_boundary_matches_originals() {
         let last = r.prefix.last().unwrap();
         assert!(last["type"].as_str().unwrap().ends_with("_output"));
         let cfg = std::fs::read_to_string(state.path().join("codex-home/config.toml")).unwrap();
-        assert!(cfg.contains("wire_api = \"responses\"") && cfg.contains("model = \"gpt-5.5\""), "{cfg}");
+        assert!(
+            cfg.contains("wire_api = \"responses\"") && cfg.contains("model = \"gpt-5.5\""),
+            "{cfg}"
+        );
     }
 }
 
@@ -102,14 +144,33 @@ fn prefix_equals_original_request_n_plus_1() {
     let path = fixture("genuine/rollout-run1.jsonl");
     let a = Codex::default();
     let plan = a.parse(&path, &std::fs::read(&path).unwrap()).unwrap();
-    let reqs: Vec<Value> = std::fs::read_to_string(fixture("genuine/requests-run1.jsonl")).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    let originals: BTreeMap<String, Observation> =
-        plan.batches.iter().flat_map(|b| b.calls.iter().map(|c| (c.call_id.clone(), c.original.clone().unwrap()))).collect();
+    let reqs: Vec<Value> = std::fs::read_to_string(fixture("genuine/requests-run1.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let originals: BTreeMap<String, Observation> = plan
+        .batches
+        .iter()
+        .flat_map(|b| {
+            b.calls
+                .iter()
+                .map(|c| (c.call_id.clone(), c.original.clone().unwrap()))
+        })
+        .collect();
     for n in 1..=plan.max_boundary() {
         let state = tempfile::tempdir().unwrap();
         let art = state.path().join("a.jsonl");
         let r = a
-            .rebuild(&RebuildRequest { source: &path, plan: &plan, after_step: n, observations: &originals, workspace: state.path(), state_dir: state.path(), artifact_path: &art })
+            .rebuild(&RebuildRequest {
+                source: &path,
+                plan: &plan,
+                after_step: n,
+                observations: &originals,
+                workspace: state.path(),
+                state_dir: state.path(),
+                artifact_path: &art,
+            })
             .unwrap();
         let input = reqs[n]["body"]["input"].as_array().unwrap();
         assert_eq!(&r.prefix, input, "boundary {n}");
@@ -117,7 +178,10 @@ fn prefix_equals_original_request_n_plus_1() {
         let orig = std::fs::read_to_string(&path).unwrap();
         assert!(orig.starts_with(&std::fs::read_to_string(&r.native_path).unwrap()));
     }
-    assert_eq!(rebuild::model_of(&parse::parse_file(&path).unwrap(), 100).as_deref(), Some("gpt-5.5"));
+    assert_eq!(
+        rebuild::model_of(&parse::parse_file(&path).unwrap(), 100).as_deref(),
+        Some("gpt-5.5")
+    );
 }
 
 #[test]
@@ -130,32 +194,80 @@ fn tool_texts() {
         tool: tool.into(),
         input,
         original: None,
-        locator: pvisor::adapter::Locator { line: 1, native_id: None },
+        locator: pvisor::adapter::Locator {
+            line: 1,
+            native_id: None,
+        },
     };
-    let t = |tool: &str, input: Value| tools::mask_dynamic(&a.execute(&call(tool, input), &c).unwrap().observation.text);
-    assert_eq!(t("update_plan", serde_json::json!({"plan":[{"step":"a","status":"pending"}]})), "Plan updated");
+    let t = |tool: &str, input: Value| {
+        tools::mask_dynamic(&a.execute(&call(tool, input), &c).unwrap().observation.text)
+    };
+    assert_eq!(
+        t(
+            "update_plan",
+            serde_json::json!({"plan":[{"step":"a","status":"pending"}]})
+        ),
+        "Plan updated"
+    );
     assert_eq!(
         t("exec_command", serde_json::json!({"cmd":"echo out; echo err >&2; exit 3"})),
         "Chunk ID: <dynamic>\nWall time: <dynamic> seconds\nProcess exited with code 3\nOriginal token count: 2\nOutput:\nout\nerr\n"
     );
-    assert_eq!(t("shell", serde_json::json!({"command":["bash","-c","printf hi"]})), "Exit code: 0\nWall time: <dynamic> seconds\nOutput:\nhi");
-    assert_eq!(t("shell_command", serde_json::json!({"command":"false"})), "Exit code: 1\nWall time: <dynamic> seconds\nOutput:\n");
+    assert_eq!(
+        t(
+            "shell",
+            serde_json::json!({"command":["bash","-c","printf hi"]})
+        ),
+        "Exit code: 0\nWall time: <dynamic> seconds\nOutput:\nhi"
+    );
+    assert_eq!(
+        t("shell_command", serde_json::json!({"command":"false"})),
+        "Exit code: 1\nWall time: <dynamic> seconds\nOutput:\n"
+    );
     assert_eq!(
         t("apply_patch", serde_json::json!({"input":"*** Begin Patch\n*** Add File: d/x.txt\n+x\n*** End Patch"})),
         "Exit code: 0\nWall time: <dynamic> seconds\nOutput:\nSuccess. Updated the following files:\nA d/x.txt\n"
     );
-    assert_eq!(std::fs::read_to_string(ws.path().join("d/x.txt")).unwrap(), "x\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("d/x.txt")).unwrap(),
+        "x\n"
+    );
     // A long-running command keeps its session; write_stdin polls it to the end.
-    let first = a.execute(&call("exec_command", serde_json::json!({"cmd":"echo start; sleep 1; echo end","yield_time_ms":250})), &c).unwrap().observation.text;
-    assert!(first.contains("Process running with session ID "), "{first}");
-    let id: String = first.lines().find_map(|l| l.strip_prefix("Process running with session ID ")).unwrap().into();
+    let first = a
+        .execute(
+            &call(
+                "exec_command",
+                serde_json::json!({"cmd":"echo start; sleep 1; echo end","yield_time_ms":250}),
+            ),
+            &c,
+        )
+        .unwrap()
+        .observation
+        .text;
+    assert!(
+        first.contains("Process running with session ID "),
+        "{first}"
+    );
+    let id: String = first
+        .lines()
+        .find_map(|l| l.strip_prefix("Process running with session ID "))
+        .unwrap()
+        .into();
     let second = a.execute(&call("write_stdin", serde_json::json!({"session_id": id.parse::<u64>().unwrap(), "chars":"", "yield_time_ms": 5000})), &c).unwrap().observation.text;
-    assert!(second.contains("\nProcess exited with code 0\nOriginal token count: "), "{second}");
+    assert!(
+        second.contains("\nProcess exited with code 0\nOriginal token count: "),
+        "{second}"
+    );
     let out = |t: &str| t.split_once("\nOutput:\n").unwrap().1.to_string();
     assert_eq!(out(&first) + &out(&second), "start\nend\n");
     // Unknown tool: refused.
-    assert!(a.execute(&call("frobnicate", serde_json::json!({})), &c).is_err());
-    assert_eq!(a.classify(&call("frobnicate", serde_json::json!({}))), ToolClass::Unknown);
+    assert!(a
+        .execute(&call("frobnicate", serde_json::json!({})), &c)
+        .is_err());
+    assert_eq!(
+        a.classify(&call("frobnicate", serde_json::json!({}))),
+        ToolClass::Unknown
+    );
 }
 
 mod mutations {
@@ -183,7 +295,12 @@ mod mutations {
     fn orphan_output_and_missing_meta_name_lines() {
         let src = std::fs::read_to_string(fixture("genuine/rollout-final.jsonl")).unwrap();
         let lines: Vec<&str> = src.lines().collect();
-        let no_call: String = lines.iter().enumerate().filter(|(i, _)| *i != 12).map(|(_, l)| format!("{l}\n")).collect();
+        let no_call: String = lines
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != 12)
+            .map(|(_, l)| format!("{l}\n"))
+            .collect();
         let e = parse::parse_bytes(Path::new("m"), no_call.as_bytes()).unwrap_err();
         assert_eq!(e.line, 14, "{e}");
         assert!(e.message.contains("unknown call"), "{e}");

@@ -33,7 +33,12 @@ struct CwdLock(#[allow(dead_code)] std::fs::File);
 
 fn lock_cwd(name: &str) -> CwdLock {
     use fs2::FileExt;
-    let f = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(format!("/tmp/pvisor-rec-{name}.lock")).unwrap();
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(format!("/tmp/pvisor-rec-{name}.lock"))
+        .unwrap();
     f.lock_exclusive().unwrap();
     CwdLock(f)
 }
@@ -60,10 +65,20 @@ fn setup(name: &str, n: usize, edits: &[(&str, &str)]) -> Setup {
     let work = plan.original_cwd.clone().unwrap();
     assert_eq!(work, PathBuf::from(format!("/tmp/pvisor-rec-{name}/work")));
     reset_workspace(&rec, &work, &plan, n);
-    let state = tempfile::Builder::new().prefix("pvisor-cont-").tempdir().unwrap();
+    let state = tempfile::Builder::new()
+        .prefix("pvisor-cont-")
+        .tempdir()
+        .unwrap();
     let mut obs = original_observations(&plan, n);
     for (id, text) in edits {
-        obs.insert(id.to_string(), Observation { text: text.to_string(), is_error: false, native: None });
+        obs.insert(
+            id.to_string(),
+            Observation {
+                text: text.to_string(),
+                is_error: false,
+                native: None,
+            },
+        );
     }
     let artifact = state.path().join("out/native/reconstructed.jsonl");
     let session = rebuild(&RebuildRequest {
@@ -76,9 +91,22 @@ fn setup(name: &str, n: usize, edits: &[(&str, &str)]) -> Setup {
         artifact_path: &artifact,
     })
     .unwrap_or_else(|e| panic!("{name} N={n}: rebuild: {e}"));
-    let script = Script::from_path(rec.join("script.json")).unwrap().substitute(&[("CWD", &work.to_string_lossy())]);
+    let script = Script::from_path(rec.join("script.json"))
+        .unwrap()
+        .substitute(&[("CWD", &work.to_string_lossy())]);
     let task = claude::Task::load(&rec);
-    Setup { name: name.into(), rec, plan, n, work, state, session, script, task, _lock: lock }
+    Setup {
+        name: name.into(),
+        rec,
+        plan,
+        n,
+        work,
+        state,
+        session,
+        script,
+        task,
+        _lock: lock,
+    }
 }
 
 #[derive(Default)]
@@ -99,7 +127,15 @@ struct Run {
 }
 
 async fn run(s: &Setup, o: Opts) -> Run {
-    let server = start(s.script.clone(), ServerOptions { api_key: Some(UPSTREAM_KEY.into()), ..Default::default() }).await.unwrap();
+    let server = start(
+        s.script.clone(),
+        ServerOptions {
+            api_key: Some(UPSTREAM_KEY.into()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
     let cfg = BridgeConfig {
         protocol: AgentProtocol::AnthropicMessages,
         transport: TransportRule::None,
@@ -108,8 +144,16 @@ async fn run(s: &Setup, o: Opts) -> Run {
         disable_thinking: false,
         max_steps: None,
         upstream: Upstream {
-            base_url: if o.chat { format!("{}/v1", server.base_url()) } else { server.base_url() },
-            mode: if o.chat { UpstreamMode::OpenAiChat } else { UpstreamMode::Native },
+            base_url: if o.chat {
+                format!("{}/v1", server.base_url())
+            } else {
+                server.base_url()
+            },
+            mode: if o.chat {
+                UpstreamMode::OpenAiChat
+            } else {
+                UpstreamMode::Native
+            },
             api_key: Some(UPSTREAM_KEY.into()),
             model: None,
             response_timeout: Duration::from_secs(60),
@@ -117,6 +161,7 @@ async fn run(s: &Setup, o: Opts) -> Run {
         key: None,
         port: 0,
         resume: None,
+        refused_blobs: None,
     };
     let state = s.state.path().join("state");
     let mut c = ClaudeContinuation::new(
@@ -132,7 +177,9 @@ async fn run(s: &Setup, o: Opts) -> Run {
         c.resume_text = ResumeText::Default;
     }
     if o.keep_user_id {
-        let cj: Value = serde_json::from_str(&std::fs::read_to_string(s.rec.join("claude.json")).unwrap()).unwrap();
+        let cj: Value =
+            serde_json::from_str(&std::fs::read_to_string(s.rec.join("claude.json")).unwrap())
+                .unwrap();
         c.user_id = Some(cj["userID"].as_str().unwrap().into());
     }
     c.extra_env = o.extra_env;
@@ -151,7 +198,12 @@ async fn run(s: &Setup, o: Opts) -> Run {
     .unwrap_or_else(|e| panic!("{} N={}: {e}", s.name, s.n));
     let upstream = server.requests();
     server.shutdown().await;
-    Run { outcome, events, upstream, claude: c }
+    Run {
+        outcome,
+        events,
+        upstream,
+        claude: c,
+    }
 }
 
 fn describe(s: &Setup, r: &Run) -> String {
@@ -172,7 +224,11 @@ fn original_requests(rec: &Path) -> Vec<Value> {
     let mut out = Vec::new();
     for f in ["requests.jsonl", "requests-resume.jsonl"] {
         if let Ok(t) = std::fs::read_to_string(rec.join(f)) {
-            out.extend(t.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|r| r["kind"] == "main"));
+            out.extend(
+                t.lines()
+                    .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                    .filter(|r| r["kind"] == "main"),
+            );
         }
     }
     out
@@ -184,20 +240,24 @@ fn original_after(rec: &Path, call_id: &str) -> (usize, Vec<Value>) {
     let i = all
         .iter()
         .position(|r| {
-            r["body"]["messages"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|m| m["content"].as_array().into_iter().flatten().any(|b| b["tool_use_id"] == call_id))
+            r["body"]["messages"].as_array().unwrap().iter().any(|m| {
+                m["content"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|b| b["tool_use_id"] == call_id)
+            })
         })
         .unwrap();
     (i, all)
 }
 
 fn mains(r: &Run) -> Vec<&LoggedRequest> {
-    r.upstream.iter().filter(|q| q.kind == pvisor::model::RequestKind::Main).collect()
+    r.upstream
+        .iter()
+        .filter(|q| q.kind == pvisor::model::RequestKind::Main)
+        .collect()
 }
-
 
 fn body_diff(original: &Value, got: &Value) -> Vec<String> {
     let mut out = Vec::new();
@@ -211,11 +271,18 @@ fn check_events(s: &Setup, r: &Run) {
     assert_eq!(names.first(), Some(&"bridge_started"), "{}", describe(s, r));
     assert_eq!(names.get(1), Some(&"continuation_started"));
     assert_eq!(names.last(), Some(&"agent_exited"));
-    let Event::BridgeStarted(b) = &r.events[0] else { unreachable!() };
+    let Event::BridgeStarted(b) = &r.events[0] else {
+        unreachable!()
+    };
     assert!(b.listen.starts_with("127.0.0.1:"));
     assert_eq!(b.prefix_items as usize, s.session.prefix.len());
-    let Event::ContinuationStarted(c) = &r.events[1] else { unreachable!() };
-    assert!(!c.command.iter().any(|a| a.starts_with("pvb-")), "the key never appears in the command");
+    let Event::ContinuationStarted(c) = &r.events[1] else {
+        unreachable!()
+    };
+    assert!(
+        !c.command.iter().any(|a| a.starts_with("pvb-")),
+        "the key never appears in the command"
+    );
     // Every step follows its validation.
     let mut validated = 0;
     let mut steps = 0;
@@ -237,29 +304,57 @@ fn check_events(s: &Setup, r: &Run) {
 /// The continued session: same id, prefix byte-identical, no transport records left,
 /// consistent parents, first live record hangs off the boundary.
 fn check_continued(s: &Setup, r: &Run) {
-    let c = r.outcome.continued.as_ref().unwrap_or_else(|| panic!("no continued session\n{}", describe(s, r)));
+    let c = r
+        .outcome
+        .continued
+        .as_ref()
+        .unwrap_or_else(|| panic!("no continued session\n{}", describe(s, r)));
     let text = std::fs::read_to_string(&c.artifact_path).unwrap();
     assert_eq!(text, std::fs::read_to_string(&c.native_path).unwrap());
-    let rebuilt = std::fs::read_to_string(s.state.path().join("out/native/reconstructed.jsonl")).unwrap();
+    let rebuilt =
+        std::fs::read_to_string(s.state.path().join("out/native/reconstructed.jsonl")).unwrap();
     assert!(text.starts_with(&rebuilt), "prefix unchanged");
-    assert!(c.removed.iter().any(|t| t == "user"), "the resume record was removed: {:?}", c.removed);
-    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(
+        c.removed.iter().any(|t| t == "user"),
+        "the resume record was removed: {:?}",
+        c.removed
+    );
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     let prefix_n = rebuilt.lines().count();
     let uuids: Vec<&str> = lines.iter().filter_map(|l| l["uuid"].as_str()).collect();
-    let last_prefix_uuid = lines[..prefix_n].iter().rev().find_map(|l| l["uuid"].as_str()).unwrap();
+    let last_prefix_uuid = lines[..prefix_n]
+        .iter()
+        .rev()
+        .find_map(|l| l["uuid"].as_str())
+        .unwrap();
     let mut first_live = true;
     for l in &lines[prefix_n..] {
         assert_ne!(l["type"], "queue-operation");
         if let Some(sid) = l["sessionId"].as_str() {
             assert_eq!(sid, s.session.session_id);
         }
-        assert!(l.get("isMeta").is_none() || l["message"]["content"].to_string().find("PVISOR-RESUME").is_none());
-        assert!(!l.to_string().contains("PVISOR-RESUME-"), "nonce left in {l}");
+        assert!(
+            l.get("isMeta").is_none()
+                || l["message"]["content"]
+                    .to_string()
+                    .find("PVISOR-RESUME")
+                    .is_none()
+        );
+        assert!(
+            !l.to_string().contains("PVISOR-RESUME-"),
+            "nonce left in {l}"
+        );
         if let Some(p) = l["parentUuid"].as_str() {
             assert!(uuids.contains(&p), "dangling parent {p}");
         }
         if l["type"] == "assistant" && first_live {
-            assert_eq!(l["parentUuid"], last_prefix_uuid, "the first live reply follows the boundary");
+            assert_eq!(
+                l["parentUuid"], last_prefix_uuid,
+                "the first live reply follows the boundary"
+            );
             first_live = false;
         }
     }
@@ -270,10 +365,19 @@ fn check_continued(s: &Setup, r: &Run) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn first_request_equals_the_original_at_every_boundary() {
     for name in ["five-step", "search-errors", "edits"] {
-        let batches = plan_from_session(&claude::recorded_dir().join(name).join("session.jsonl")).max_boundary();
+        let batches = plan_from_session(&claude::recorded_dir().join(name).join("session.jsonl"))
+            .max_boundary();
         for n in 1..=batches {
             let s = setup(name, n, &[]);
-            let r = run(&s, Opts { budget: Some(2), keep_user_id: true, ..Default::default() }).await;
+            let r = run(
+                &s,
+                Opts {
+                    budget: Some(2),
+                    keep_user_id: true,
+                    ..Default::default()
+                },
+            )
+            .await;
             check_events(&s, &r);
             let last_call = s.plan.batches[n - 1].calls.last().unwrap().call_id.clone();
             let (i, orig) = original_after(&s.rec, &last_call);
@@ -282,9 +386,17 @@ async fn first_request_equals_the_original_at_every_boundary() {
             // (a) The first request after the bridge is the original request N+1, byte for
             // byte in every field (userID carried over, cache breakpoint restored), headers too.
             let d = body_diff(&orig[i]["body"], &m[0].body);
-            assert!(d.is_empty(), "{name} N={n}: first request differs from the original at {d:?}\n{}", describe(&s, &r));
+            assert!(
+                d.is_empty(),
+                "{name} N={n}: first request differs from the original at {d:?}\n{}",
+                describe(&s, &r)
+            );
             let mut h1 = orig[i]["headers"].as_object().unwrap().clone();
-            let mut h2 = serde_json::to_value(&m[0].headers).unwrap().as_object().unwrap().clone();
+            let mut h2 = serde_json::to_value(&m[0].headers)
+                .unwrap()
+                .as_object()
+                .unwrap()
+                .clone();
             // The bridge drops `accept-encoding` (it reads the answer stream) and the
             // hop-by-hop `connection`; everything else is forwarded as Claude sent it.
             for h in [&mut h1, &mut h2] {
@@ -296,17 +408,38 @@ async fn first_request_equals_the_original_at_every_boundary() {
             // The second request carries the live step's fresh tool result: it equals the
             // original's too (Claude's file-read state survived the rebuild: no "modified on
             // disk" note, same Edit/Read texts).
-            if m.len() > 1 && i + 1 < orig.len() && orig[i + 1]["turn"].as_u64() == Some(orig[i]["turn"].as_u64().unwrap() + 1) {
+            if m.len() > 1
+                && i + 1 < orig.len()
+                && orig[i + 1]["turn"].as_u64() == Some(orig[i]["turn"].as_u64().unwrap() + 1)
+            {
                 let d = body_diff(&orig[i + 1]["body"], &m[1].body);
-                assert!(d.is_empty(), "{name} N={n}: second request differs at {d:?}\n{}", describe(&s, &r));
+                assert!(
+                    d.is_empty(),
+                    "{name} N={n}: second request differs at {d:?}\n{}",
+                    describe(&s, &r)
+                );
             }
             // Status: two live steps allowed.
-            let replies_with_tools = (0..2).take_while(|k| s.script.turns.get(n + k).is_some_and(|t| !t.tool_calls.is_empty())).count();
-            let expected = if replies_with_tools == 2 { AgentStatus::MaxSteps } else { AgentStatus::Completed };
+            let replies_with_tools = (0..2)
+                .take_while(|k| {
+                    s.script
+                        .turns
+                        .get(n + k)
+                        .is_some_and(|t| !t.tool_calls.is_empty())
+                })
+                .count();
+            let expected = if replies_with_tools == 2 {
+                AgentStatus::MaxSteps
+            } else {
+                AgentStatus::Completed
+            };
             assert_eq!(r.outcome.status, expected, "{}", describe(&s, &r));
             assert_eq!(r.outcome.steps as usize, m.len());
             check_continued(&s, &r);
-            eprintln!("{name} N={n}: ok ({} live steps, {:?})", r.outcome.steps, r.outcome.status);
+            eprintln!(
+                "{name} N={n}: ok ({} live steps, {:?})",
+                r.outcome.steps, r.outcome.status
+            );
         }
     }
 }
@@ -314,20 +447,56 @@ async fn first_request_equals_the_original_at_every_boundary() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn edited_observation_reaches_the_model_and_device_id_is_the_only_dynamic_field() {
     let s = setup("five-step", 3, &[("toolu_pv_t002_1", "EDITED-OBS bye")]);
-    let r = run(&s, Opts { budget: Some(1), default_text: true, ..Default::default() }).await;
+    let r = run(
+        &s,
+        Opts {
+            budget: Some(1),
+            default_text: true,
+            ..Default::default()
+        },
+    )
+    .await;
     check_events(&s, &r);
     let (i, orig) = original_after(&s.rec, "toolu_pv_t002_1");
     let m = mains(&r);
-    assert_eq!(m[0].body["messages"][7]["content"][1]["content"], "EDITED-OBS bye", "{}", describe(&s, &r));
+    assert_eq!(
+        m[0].body["messages"][7]["content"][1]["content"],
+        "EDITED-OBS bye",
+        "{}",
+        describe(&s, &r)
+    );
     let mut d = body_diff(&orig[i]["body"], &m[0].body);
     d.sort();
     // Without the original userID, device_id is new: the one declared dynamic field.
-    assert_eq!(d, ["/messages[7]/content[1]/content", "/metadata/user_id"], "{}", describe(&s, &r));
-    let uid = |b: &Value| serde_json::from_str::<Value>(b["metadata"]["user_id"].as_str().unwrap()).unwrap();
-    assert_eq!(uid(&orig[i]["body"])["session_id"], uid(&m[0].body)["session_id"]);
-    assert_ne!(uid(&orig[i]["body"])["device_id"], uid(&m[0].body)["device_id"]);
+    assert_eq!(
+        d,
+        ["/messages[7]/content[1]/content", "/metadata/user_id"],
+        "{}",
+        describe(&s, &r)
+    );
+    let uid = |b: &Value| {
+        serde_json::from_str::<Value>(b["metadata"]["user_id"].as_str().unwrap()).unwrap()
+    };
+    assert_eq!(
+        uid(&orig[i]["body"])["session_id"],
+        uid(&m[0].body)["session_id"]
+    );
+    assert_ne!(
+        uid(&orig[i]["body"])["device_id"],
+        uid(&m[0].body)["device_id"]
+    );
     // Claude's own default resume text was the transport item here.
-    let v: Vec<_> = r.events.iter().filter_map(|e| if let Event::BridgeRequestValidated(v) = e { Some(v) } else { None }).collect();
+    let v: Vec<_> = r
+        .events
+        .iter()
+        .filter_map(|e| {
+            if let Event::BridgeRequestValidated(v) = e {
+                Some(v)
+            } else {
+                None
+            }
+        })
+        .collect();
     assert_eq!(v[0].removed, ["claude:resume_text_block"]);
     assert_eq!(r.outcome.status, AgentStatus::MaxSteps);
     check_continued(&s, &r);
@@ -337,26 +506,56 @@ async fn edited_observation_reaches_the_model_and_device_id_is_the_only_dynamic_
 async fn boundary_prompt_appears_once_right_after_the_boundary() {
     let s = setup("five-step", 3, &[]);
     let prompt = "Before editing, double-check a.txt.";
-    let r = run(&s, Opts { budget: Some(2), prompt: Some(prompt.into()), keep_user_id: true, ..Default::default() }).await;
+    let r = run(
+        &s,
+        Opts {
+            budget: Some(2),
+            prompt: Some(prompt.into()),
+            keep_user_id: true,
+            ..Default::default()
+        },
+    )
+    .await;
     check_events(&s, &r);
     let m = mains(&r);
     assert_eq!(m.len(), 2, "{}", describe(&s, &r));
     let plen = s.session.prefix.len();
     for q in &m {
         let msgs = q.body["messages"].as_array().unwrap();
-        assert_eq!(msgs[plen], serde_json::json!({"role": "user", "content": [{"type": "text", "text": prompt}]}));
-        assert_eq!(q.body.to_string().matches(prompt).count(), 1, "exactly once");
+        assert_eq!(
+            msgs[plen],
+            serde_json::json!({"role": "user", "content": [{"type": "text", "text": prompt}]})
+        );
+        assert_eq!(
+            q.body.to_string().matches(prompt).count(),
+            1,
+            "exactly once"
+        );
         // Right after O′N: the boundary tool results are the message before it.
-        assert_eq!(msgs[plen - 1]["content"][1]["tool_use_id"], "toolu_pv_t002_1");
+        assert_eq!(
+            msgs[plen - 1]["content"][1]["tool_use_id"],
+            "toolu_pv_t002_1"
+        );
     }
     assert_eq!(m[0].body["messages"].as_array().unwrap().len(), plen + 1);
-    let v: Vec<_> = r.events.iter().filter_map(|e| if let Event::BridgeRequestValidated(v) = e { Some(v.clone()) } else { None }).collect();
+    let v: Vec<_> = r
+        .events
+        .iter()
+        .filter_map(|e| {
+            if let Event::BridgeRequestValidated(v) = e {
+                Some(v.clone())
+            } else {
+                None
+            }
+        })
+        .collect();
     // Injected once (request 1); carried again by later requests, never re-counted.
     assert!(v.iter().all(|v| v.ok));
     assert_eq!(v.iter().filter(|v| v.boundary_prompt_injected).count(), 1);
     assert!(v[0].boundary_prompt_injected);
     // The prompt never reaches the native session or the events.
-    let cont = std::fs::read_to_string(&r.outcome.continued.as_ref().unwrap().artifact_path).unwrap();
+    let cont =
+        std::fs::read_to_string(&r.outcome.continued.as_ref().unwrap().artifact_path).unwrap();
     assert!(!cont.contains(prompt));
     assert!(!format!("{:?}", r.events).contains(prompt));
     check_continued(&s, &r);
@@ -365,17 +564,52 @@ async fn boundary_prompt_appears_once_right_after_the_boundary() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wrong_key_gets_401_and_fails_the_run() {
     let s = setup("five-step", 2, &[]);
-    let r =
-        run(&s, Opts { budget: Some(2), extra_env: vec![("ANTHROPIC_API_KEY".into(), "not-the-bridge-key".into())], ..Default::default() })
-            .await;
-    assert_eq!(r.outcome.status, AgentStatus::Failed, "{}", describe(&s, &r));
-    assert!(r.upstream.is_empty(), "nothing reached the upstream: {:?}", r.upstream);
-    assert!(r.outcome.bridge.failure.as_deref().unwrap().contains("bridge key"));
-    let v: Vec<_> = r.events.iter().filter_map(|e| if let Event::BridgeRequestValidated(v) = e { Some(v.clone()) } else { None }).collect();
+    let r = run(
+        &s,
+        Opts {
+            budget: Some(2),
+            extra_env: vec![("ANTHROPIC_API_KEY".into(), "not-the-bridge-key".into())],
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(
+        r.outcome.status,
+        AgentStatus::Failed,
+        "{}",
+        describe(&s, &r)
+    );
+    assert!(
+        r.upstream.is_empty(),
+        "nothing reached the upstream: {:?}",
+        r.upstream
+    );
+    assert!(r
+        .outcome
+        .bridge
+        .failure
+        .as_deref()
+        .unwrap()
+        .contains("bridge key"));
+    let v: Vec<_> = r
+        .events
+        .iter()
+        .filter_map(|e| {
+            if let Event::BridgeRequestValidated(v) = e {
+                Some(v.clone())
+            } else {
+                None
+            }
+        })
+        .collect();
     assert!(!v.is_empty() && v.iter().all(|v| !v.ok));
     assert_eq!(r.outcome.steps, 0);
     // Claude retries a 401 (ten times, with backoff): the runner stops it after the grace.
-    assert!(r.outcome.message.as_deref().unwrap().contains("bridge key"), "{}", describe(&s, &r));
+    assert!(
+        r.outcome.message.as_deref().unwrap().contains("bridge key"),
+        "{}",
+        describe(&s, &r)
+    );
     let out = std::fs::read_to_string(s.state.path().join("logs/agent-stdout.log")).unwrap();
     assert!(out.contains("\"error_status\":401"), "{out}");
 }
@@ -387,26 +621,69 @@ async fn tampered_prefix_latches_and_claude_gets_a_4xx() {
     // prefix that is not the validated one.
     let text = std::fs::read_to_string(&s.session.native_path).unwrap();
     assert!(text.contains(r#""content":"a.txt""#));
-    std::fs::write(&s.session.native_path, text.replace(r#""content":"a.txt""#, r#""content":"a.txt TAMPERED""#)).unwrap();
-    let r = run(&s, Opts { budget: Some(2), ..Default::default() }).await;
-    assert_eq!(r.outcome.status, AgentStatus::Failed, "{}", describe(&s, &r));
-    assert!(r.upstream.is_empty(), "no request reached the upstream: {:?}", r.upstream.iter().map(|q| &q.path).collect::<Vec<_>>());
+    std::fs::write(
+        &s.session.native_path,
+        text.replace(r#""content":"a.txt""#, r#""content":"a.txt TAMPERED""#),
+    )
+    .unwrap();
+    let r = run(
+        &s,
+        Opts {
+            budget: Some(2),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(
+        r.outcome.status,
+        AgentStatus::Failed,
+        "{}",
+        describe(&s, &r)
+    );
+    assert!(
+        r.upstream.is_empty(),
+        "no request reached the upstream: {:?}",
+        r.upstream.iter().map(|q| &q.path).collect::<Vec<_>>()
+    );
     let f = r.outcome.bridge.failure.clone().unwrap();
     assert!(f.contains("message 3 differs"), "{f}");
-    let res = r.claude.result_event().unwrap_or_else(|| panic!("{}", describe(&s, &r)));
+    let res = r
+        .claude
+        .result_event()
+        .unwrap_or_else(|| panic!("{}", describe(&s, &r)));
     assert_eq!(res["is_error"], true);
     // Claude got the 422 (retried once, then got 403 from the latched bridge).
-    assert!(res["result"].as_str().unwrap().contains("pvisor bridge"), "{res}");
-    assert!(res["api_error_status"].as_u64().is_some_and(|s| (400..500).contains(&s)), "{res}");
+    assert!(
+        res["result"].as_str().unwrap().contains("pvisor bridge"),
+        "{res}"
+    );
+    assert!(
+        res["api_error_status"]
+            .as_u64()
+            .is_some_and(|s| (400..500).contains(&s)),
+        "{res}"
+    );
     check_events(&s, &r);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn budget_stops_the_agent_with_max_steps() {
     let s = setup("five-step", 1, &[]);
-    let r = run(&s, Opts { budget: Some(1), ..Default::default() }).await;
+    let r = run(
+        &s,
+        Opts {
+            budget: Some(1),
+            ..Default::default()
+        },
+    )
+    .await;
     check_events(&s, &r);
-    assert_eq!(r.outcome.status, AgentStatus::MaxSteps, "{}", describe(&s, &r));
+    assert_eq!(
+        r.outcome.status,
+        AgentStatus::MaxSteps,
+        "{}",
+        describe(&s, &r)
+    );
     assert_eq!(mains(&r).len(), 1, "exactly one live model request");
     assert_eq!(r.outcome.steps, 1);
     let res = r.claude.result_event().unwrap();
@@ -414,8 +691,13 @@ async fn budget_stops_the_agent_with_max_steps() {
     assert_eq!(res["num_turns"], 2);
     assert_eq!(r.outcome.exit_code, Some(1));
     // The step's action ran (a live step = one model reply and its tool calls).
-    assert_eq!(std::fs::read_to_string(s.work.join("notes.txt")).unwrap(), "line one\nline two\n");
-    let Some(Event::AgentExited(x)) = r.events.last() else { panic!() };
+    assert_eq!(
+        std::fs::read_to_string(s.work.join("notes.txt")).unwrap(),
+        "line one\nline two\n"
+    );
+    let Some(Event::AgentExited(x)) = r.events.last() else {
+        panic!()
+    };
     assert_eq!(x.status, AgentStatus::MaxSteps);
     check_continued(&s, &r);
 }
@@ -423,13 +705,29 @@ async fn budget_stops_the_agent_with_max_steps() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn openai_chat_translation_upstream() {
     let s = setup("five-step", 3, &[]);
-    let r = run(&s, Opts { budget: Some(3), chat: true, ..Default::default() }).await;
+    let r = run(
+        &s,
+        Opts {
+            budget: Some(3),
+            chat: true,
+            ..Default::default()
+        },
+    )
+    .await;
     check_events(&s, &r);
-    assert_eq!(r.outcome.status, AgentStatus::Completed, "{}", describe(&s, &r));
+    assert_eq!(
+        r.outcome.status,
+        AgentStatus::Completed,
+        "{}",
+        describe(&s, &r)
+    );
     let m = mains(&r);
     assert_eq!(m.len(), 2);
     assert!(m.iter().all(|q| q.path == "/v1/chat/completions"));
     assert_eq!(m[0].turn, Some(3));
-    assert_eq!(std::fs::read_to_string(s.work.join("notes.txt")).unwrap(), "line one\nline 2 (edited)\n");
+    assert_eq!(
+        std::fs::read_to_string(s.work.join("notes.txt")).unwrap(),
+        "line one\nline 2 (edited)\n"
+    );
     check_continued(&s, &r);
 }

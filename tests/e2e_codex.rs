@@ -13,11 +13,22 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-
-async fn run_codex(entry: &Path, script: &Script, home: &Path, work: &Path, args: &[&str]) -> (String, Vec<pvisor::model::LoggedRequest>) {
-    let server = start(script.clone(), ServerOptions { api_key: Some("pvisor-codex-key".into()), ..Default::default() })
-        .await
-        .unwrap();
+async fn run_codex(
+    entry: &Path,
+    script: &Script,
+    home: &Path,
+    work: &Path,
+    args: &[&str],
+) -> (String, Vec<pvisor::model::LoggedRequest>) {
+    let server = start(
+        script.clone(),
+        ServerOptions {
+            api_key: Some("pvisor-codex-key".into()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
     let codex_home = home.join(".codex");
     std::fs::create_dir_all(&codex_home).unwrap();
     std::fs::write(
@@ -43,7 +54,10 @@ async fn run_codex(entry: &Path, script: &Script, home: &Path, work: &Path, args
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    let out = tokio::time::timeout(Duration::from_secs(240), child.wait_with_output()).await.expect("codex timed out").unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(240), child.wait_with_output())
+        .await
+        .expect("codex timed out")
+        .unwrap();
     let requests = server.requests();
     server.shutdown().await;
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -52,7 +66,10 @@ async fn run_codex(entry: &Path, script: &Script, home: &Path, work: &Path, args
         "codex {args:?} failed: {}\n{stdout}\n{}\n{:?}",
         out.status,
         String::from_utf8_lossy(&out.stderr),
-        requests.iter().map(|r| (&r.path, r.kind, r.turn, r.status)).collect::<Vec<_>>()
+        requests
+            .iter()
+            .map(|r| (&r.path, r.kind, r.turn, r.status))
+            .collect::<Vec<_>>()
     );
     (stdout, requests)
 }
@@ -60,27 +77,48 @@ async fn run_codex(entry: &Path, script: &Script, home: &Path, work: &Path, args
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_responses_five_step_and_resume() {
     let entry = codex_entrypoint();
-    let root = tempfile::Builder::new().prefix("pvisor-e2e-codex-").tempdir().unwrap();
+    let root = tempfile::Builder::new()
+        .prefix("pvisor-e2e-codex-")
+        .tempdir()
+        .unwrap();
     let home = root.path().join("home");
     let work = root.path().join("work");
     std::fs::create_dir_all(&work).unwrap();
-    let script = Script::from_path(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex/five-step/script.json"))
-        .unwrap()
-        .substitute(&[("CWD", &work.to_string_lossy())]);
+    let script = Script::from_path(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex/five-step/script.json"),
+    )
+    .unwrap()
+    .substitute(&[("CWD", &work.to_string_lossy())]);
 
     let (stdout, requests) = run_codex(
         &entry,
         &script,
         &home,
         &work,
-        &["exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
-          "Create a.txt with 'hi', write notes.txt, read both files, then edit notes.txt."],
+        &[
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "--dangerously-bypass-approvals-and-sandbox",
+            "Create a.txt with 'hi', write notes.txt, read both files, then edit notes.txt.",
+        ],
     )
     .await;
-    let main: Vec<_> = requests.iter().filter(|r| r.kind == RequestKind::Main).collect();
-    assert_eq!(main.iter().map(|r| r.turn).collect::<Vec<_>>(), (0..5).map(Some).collect::<Vec<_>>());
-    assert!(main.iter().all(|r| r.protocol == Some(Protocol::Responses) && r.stream && r.status == 200));
-    assert_eq!(std::fs::read_to_string(work.join("notes.txt")).unwrap(), "line one\nline 2 (edited)\n");
+    let main: Vec<_> = requests
+        .iter()
+        .filter(|r| r.kind == RequestKind::Main)
+        .collect();
+    assert_eq!(
+        main.iter().map(|r| r.turn).collect::<Vec<_>>(),
+        (0..5).map(Some).collect::<Vec<_>>()
+    );
+    assert!(main
+        .iter()
+        .all(|r| r.protocol == Some(Protocol::Responses) && r.stream && r.status == 200));
+    assert_eq!(
+        std::fs::read_to_string(work.join("notes.txt")).unwrap(),
+        "line one\nline 2 (edited)\n"
+    );
     // The function_call_output items of the parallel turn come back with our call ids.
     let input = main[3].body["input"].as_array().unwrap();
     let outputs: Vec<&str> = input
@@ -88,8 +126,13 @@ async fn codex_responses_five_step_and_resume() {
         .filter(|i| i["type"] == "function_call_output")
         .filter_map(|i| i["call_id"].as_str())
         .collect();
-    assert!(outputs.contains(&"call_pv_t002_0") && outputs.contains(&"call_pv_t002_1"), "{outputs:?}");
-    assert!(input.iter().any(|i| i["type"] == "custom_tool_call_output" && i["call_id"] == "call_pv_t001_0"));
+    assert!(
+        outputs.contains(&"call_pv_t002_0") && outputs.contains(&"call_pv_t002_1"),
+        "{outputs:?}"
+    );
+    assert!(input
+        .iter()
+        .any(|i| i["type"] == "custom_tool_call_output" && i["call_id"] == "call_pv_t001_0"));
     let thread_id = stdout
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
@@ -103,12 +146,26 @@ async fn codex_responses_five_step_and_resume() {
         &script,
         &home,
         &work,
-        &["exec", "resume", &thread_id, "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
-          "Now append a third line to notes.txt and show the file."],
+        &[
+            "exec",
+            "resume",
+            &thread_id,
+            "--json",
+            "--skip-git-repo-check",
+            "--dangerously-bypass-approvals-and-sandbox",
+            "Now append a third line to notes.txt and show the file.",
+        ],
     )
     .await;
-    let turns: Vec<_> = requests.iter().filter(|r| r.kind == RequestKind::Main).map(|r| r.turn).collect();
+    let turns: Vec<_> = requests
+        .iter()
+        .filter(|r| r.kind == RequestKind::Main)
+        .map(|r| r.turn)
+        .collect();
     assert_eq!(turns, [Some(5), Some(6)]);
-    assert_eq!(std::fs::read_to_string(work.join("notes.txt")).unwrap(), "line one\nline 2 (edited)\nline three\n");
+    assert_eq!(
+        std::fs::read_to_string(work.join("notes.txt")).unwrap(),
+        "line one\nline 2 (edited)\nline three\n"
+    );
     assert!(stdout.contains("notes.txt now has three lines"), "{stdout}");
 }

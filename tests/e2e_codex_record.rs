@@ -15,8 +15,14 @@ async fn record_fixtures() {
     let Ok(which) = std::env::var("PVISOR_RECORD") else {
         panic!("set PVISOR_RECORD=1 (all) or PVISOR_RECORD=name,name to re-record");
     };
-    let names: Vec<String> = recorded_names().into_iter().filter(|n| which == "1" || which.split(',').any(|w| w == n)).collect();
-    assert!(!names.is_empty(), "no recording matches PVISOR_RECORD={which}");
+    let names: Vec<String> = recorded_names()
+        .into_iter()
+        .filter(|n| which == "1" || which.split(',').any(|w| w == n))
+        .collect();
+    assert!(
+        !names.is_empty(),
+        "no recording matches PVISOR_RECORD={which}"
+    );
     for name in names {
         eprintln!("recording {name}");
         record(&name).await;
@@ -28,12 +34,28 @@ async fn record_fixtures() {
 fn recordings_are_complete() {
     for name in recorded_names() {
         let dir = recorded_dir().join(&name);
-        let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json")).unwrap()).unwrap();
-        assert_eq!(meta["cwd"], fixed_work(&name).to_string_lossy().as_ref(), "{name}");
-        assert_eq!(meta["script_exhausted"], false, "{name}: the script ran out");
+        let meta: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json")).unwrap()).unwrap();
+        assert_eq!(
+            meta["cwd"],
+            fixed_work(&name).to_string_lossy().as_ref(),
+            "{name}"
+        );
+        assert_eq!(
+            meta["script_exhausted"], false,
+            "{name}: the script ran out"
+        );
         let parsed = pvisor::adapters::codex::parse_file(&dir.join("rollout.jsonl")).unwrap();
-        assert_eq!(parsed.session_id, meta["session_id"].as_str().unwrap(), "{name}");
+        assert_eq!(
+            parsed.session_id,
+            meta["session_id"].as_str().unwrap(),
+            "{name}"
+        );
         assert!(parsed.plan().max_boundary() >= 3, "{name}");
-        assert!(dir.join("requests.jsonl").is_file() && dir.join("workspace-before").is_dir() && dir.join("workspace-after").is_dir());
+        assert!(
+            dir.join("requests.jsonl").is_file()
+                && dir.join("workspace-before").is_dir()
+                && dir.join("workspace-after").is_dir()
+        );
     }
 }

@@ -17,7 +17,12 @@ use serde_json::Value;
 const WORK: &str = "/tmp/realagent-codex.BU6ewi/work";
 
 fn lock() -> std::fs::File {
-    let f = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open("/tmp/pvisor-rec-codex-genuine.lock").unwrap();
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open("/tmp/pvisor-rec-codex-genuine.lock")
+        .unwrap();
     f.lock_exclusive().unwrap();
     f
 }
@@ -32,14 +37,25 @@ fn reset() {
 }
 
 fn files(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
     v.sort();
     v
 }
 
 fn replay(root: &Path, run_id: &str, after: usize, extra: &[&str]) -> (i32, Value, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_pvisor"))
-        .args(["replay", "--agent", "codex", "--run-id", run_id, "--after-step", &after.to_string()])
+        .args([
+            "replay",
+            "--agent",
+            "codex",
+            "--run-id",
+            run_id,
+            "--after-step",
+            &after.to_string(),
+        ])
         .arg("--trajectory")
         .arg(rollout())
         .arg("--workspace")
@@ -52,8 +68,13 @@ fn replay(root: &Path, run_id: &str, after: usize, extra: &[&str]) -> (i32, Valu
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    let v: Value = serde_json::from_str(stdout.lines().last().unwrap_or("{}")).unwrap_or_else(|e| panic!("{e}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
-    (out.status.code().unwrap_or(-1), v, String::from_utf8_lossy(&out.stderr).into_owned())
+    let v: Value = serde_json::from_str(stdout.lines().last().unwrap_or("{}"))
+        .unwrap_or_else(|e| panic!("{e}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+    (
+        out.status.code().unwrap_or(-1),
+        v,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 fn refold(state: &Path) -> Value {
@@ -65,7 +86,10 @@ fn refold(state: &Path) -> Value {
 fn every_boundary_prepare_and_replay_only() {
     let _l = lock();
     let root = tempfile::tempdir().unwrap();
-    let plan = pvisor::adapters::codex::parse_file(&rollout()).unwrap().plan().clone();
+    let plan = pvisor::adapters::codex::parse_file(&rollout())
+        .unwrap()
+        .plan()
+        .clone();
     assert_eq!(plan.max_boundary(), 5);
     for n in 1..=plan.max_boundary() {
         reset();
@@ -73,7 +97,10 @@ fn every_boundary_prepare_and_replay_only() {
         let (code, r, err) = replay(root.path(), &id, n, &["--prepare-only"]);
         assert_eq!(code, 0, "N={n} prepare-only: {err}\n{r}");
         assert_eq!(r["phase"], "prepared");
-        assert!(files(Path::new(WORK)).is_empty(), "prepare-only touched the workspace");
+        assert!(
+            files(Path::new(WORK)).is_empty(),
+            "prepare-only touched the workspace"
+        );
         assert_eq!(refold(&root.path().join("state").join(&id)), r);
 
         reset();
@@ -81,11 +108,30 @@ fn every_boundary_prepare_and_replay_only() {
         let (code, r, err) = replay(root.path(), &id, n, &["--replay-only"]);
         assert_eq!(code, 0, "N={n} replay-only: {err}\n{r}");
         assert_eq!(r["phase"], "replayed");
-        let cmp = std::fs::read_to_string(root.path().join("out").join(&id).join("observation-comparison.json")).unwrap_or_default();
-        assert_eq!(r["metadata"]["observations"]["different"], 0, "N={n}: {cmp}");
-        assert_eq!(r["replayed_tool_calls"].as_u64().unwrap() as usize, plan.batches[..n].iter().map(|b| b.calls.len()).sum::<usize>());
+        let cmp = std::fs::read_to_string(
+            root.path()
+                .join("out")
+                .join(&id)
+                .join("observation-comparison.json"),
+        )
+        .unwrap_or_default();
+        assert_eq!(
+            r["metadata"]["observations"]["different"], 0,
+            "N={n}: {cmp}"
+        );
+        assert_eq!(
+            r["replayed_tool_calls"].as_u64().unwrap() as usize,
+            plan.batches[..n]
+                .iter()
+                .map(|b| b.calls.len())
+                .sum::<usize>()
+        );
         assert_eq!(refold(&root.path().join("state").join(&id)), r);
-        let expect: &[&str] = if n == 1 { &["a.txt"] } else { &["a.txt", "notes.txt"] };
+        let expect: &[&str] = if n == 1 {
+            &["a.txt"]
+        } else {
+            &["a.txt", "notes.txt"]
+        };
         assert_eq!(files(Path::new(WORK)), expect, "N={n}");
     }
 }
@@ -96,9 +142,21 @@ fn code_mode_is_refused_before_anything_runs() {
     reset();
     let root = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_pvisor"))
-        .args(["replay", "--agent", "codex", "--run-id", "cm", "--after-step", "2", "--replay-only"])
+        .args([
+            "replay",
+            "--agent",
+            "codex",
+            "--run-id",
+            "cm",
+            "--after-step",
+            "2",
+            "--replay-only",
+        ])
         .arg("--trajectory")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex/codemode/rollout-run1.jsonl"))
+        .arg(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/codex/codemode/rollout-run1.jsonl"),
+        )
         .arg("--workspace")
         .arg(WORK)
         .arg("--state-dir")
@@ -107,22 +165,33 @@ fn code_mode_is_refused_before_anything_runs() {
         .arg(root.path().join("out"))
         .output()
         .unwrap();
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    let r: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
     assert_ne!(out.status.code(), Some(0), "{r}");
-    assert!(r["failure"]["message"].as_str().unwrap_or("").contains("exec"), "{r}");
-    assert!(files(Path::new(WORK)).is_empty(), "a refused replay ran something");
+    assert!(
+        r["failure"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("exec"),
+        "{r}"
+    );
+    assert!(
+        files(Path::new(WORK)).is_empty(),
+        "a refused replay ran something"
+    );
 }
-
-
-
 
 #[test]
 fn every_boundary_continues_with_the_real_codex() {
     let _l = lock();
     let entry = codex::codex_entrypoint().display().to_string();
     let root = tempfile::tempdir().unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex/five-step/script.json");
-    let plan = pvisor::adapters::codex::parse_file(&rollout()).unwrap().plan().clone();
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex/five-step/script.json");
+    let plan = pvisor::adapters::codex::parse_file(&rollout())
+        .unwrap()
+        .plan()
+        .clone();
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex/genuine");
     let mut originals = main_requests_all(&dir.join("requests-run1.jsonl"));
     originals.extend(main_requests_all(&dir.join("requests-resume.jsonl")));
@@ -133,9 +202,26 @@ fn every_boundary_continues_with_the_real_codex() {
         let id = format!("c{n}");
         let prefix = plan.batches[n - 1].model_turn;
         let max = (prefix + 2).to_string();
-        let (code, r, err) = replay(root.path(), &id, n, &["--max-steps", &max, "--agent-entrypoint", &entry, "--model-script", &script.display().to_string()]);
+        let (code, r, err) = replay(
+            root.path(),
+            &id,
+            n,
+            &[
+                "--max-steps",
+                &max,
+                "--agent-entrypoint",
+                &entry,
+                "--model-script",
+                &script.display().to_string(),
+            ],
+        );
         let state = root.path().join("state").join(&id);
-        assert_eq!(code, 0, "N={n} continue: {err}\n{r}\n{}", std::fs::read_to_string(state.join("logs/agent-stderr.log")).unwrap_or_default());
+        assert_eq!(
+            code,
+            0,
+            "N={n} continue: {err}\n{r}\n{}",
+            std::fs::read_to_string(state.join("logs/agent-stderr.log")).unwrap_or_default()
+        );
         assert_eq!(r["phase"], "continued");
         assert_eq!(refold(&state), r, "N={n}: fold(journal) != printed result");
         let got = main_requests(&state.join("logs/scripted-model.jsonl"));
@@ -144,15 +230,46 @@ fn every_boundary_continues_with_the_real_codex() {
         let last_call = &plan.batches[n - 1].calls.last().unwrap().call_id;
         let orig = originals
             .iter()
-            .find(|q| q["body"]["input"].as_array().unwrap().iter().any(|i| i["type"].as_str().unwrap_or("").ends_with("_output") && i["call_id"] == last_call.as_str()))
+            .find(|q| {
+                q["body"]["input"].as_array().unwrap().iter().any(|i| {
+                    i["type"].as_str().unwrap_or("").ends_with("_output")
+                        && i["call_id"] == last_call.as_str()
+                })
+            })
             .unwrap();
-        assert_eq!(masked(&got[0]["body"]), masked(&orig["body"]), "N={n}: first request differs from the original");
+        assert_eq!(
+            masked(&got[0]["body"]),
+            masked(&orig["body"]),
+            "N={n}: first request differs from the original"
+        );
         // Budget of 2 live steps.
-        let tool_turns = (0..2).take_while(|k| turns.get(prefix + k).map(|t| t["tool_calls"].as_array().map(|a| !a.is_empty()).unwrap_or(false)).unwrap_or(false)).count();
-        let expect = if tool_turns == 2 { "max_steps" } else { "completed" };
+        let tool_turns = (0..2)
+            .take_while(|k| {
+                turns
+                    .get(prefix + k)
+                    .map(|t| {
+                        t["tool_calls"]
+                            .as_array()
+                            .map(|a| !a.is_empty())
+                            .unwrap_or(false)
+                    })
+                    .unwrap_or(false)
+            })
+            .count();
+        let expect = if tool_turns == 2 {
+            "max_steps"
+        } else {
+            "completed"
+        };
         assert_eq!(r["agent_status"], expect, "N={n}: {r}");
         // The continued rollout is clean of the transport nonce and is the same session.
-        let cont = std::fs::read_to_string(root.path().join("out").join(&id).join("native/continued-session.jsonl")).unwrap();
+        let cont = std::fs::read_to_string(
+            root.path()
+                .join("out")
+                .join(&id)
+                .join("native/continued-session.jsonl"),
+        )
+        .unwrap();
         assert!(!cont.contains("pvisor-codex-resume-"), "N={n}");
         let cp = pvisor::adapters::codex::parse_bytes(Path::new("c"), cont.as_bytes()).unwrap();
         assert_eq!(cp.session_id, "01a229dc-f117-7e91-85a6-a705d046a8e2");
@@ -170,18 +287,43 @@ fn a_boundary_prompt_is_injected_once_and_never_stored() {
     reset();
     let entry = codex::codex_entrypoint().display().to_string();
     let root = tempfile::tempdir().unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex/five-step/script.json");
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex/five-step/script.json");
     let prompt = "Before going on, say which files exist. (pvisor-secret-c0d3x)";
-    let (code, r, err) = replay(root.path(), "bp", 2, &["--max-steps", "5", "--agent-entrypoint", &entry, "--model-script", &script.display().to_string(), "--boundary-user-prompt", prompt]);
+    let (code, r, err) = replay(
+        root.path(),
+        "bp",
+        2,
+        &[
+            "--max-steps",
+            "5",
+            "--agent-entrypoint",
+            &entry,
+            "--model-script",
+            &script.display().to_string(),
+            "--boundary-user-prompt",
+            prompt,
+        ],
+    );
     assert_eq!(code, 0, "{err}\n{r}");
     assert_eq!(r["metadata"]["boundary_user_prompt"]["injected"], true);
     assert_eq!(r["metadata"]["boundary_user_prompt"]["injection_count"], 1);
-    assert_eq!(r["metadata"]["input_condition"], "boundary_user_prompt_appended");
+    assert_eq!(
+        r["metadata"]["input_condition"],
+        "boundary_user_prompt_appended"
+    );
     let state = root.path().join("state/bp");
     let got = main_requests(&state.join("logs/scripted-model.jsonl"));
     assert!(!got.is_empty());
     for (i, q) in got.iter().enumerate() {
-        assert_eq!(q["body"]["input"].to_string().matches("pvisor-secret-c0d3x").count(), 1, "request {i} must carry the prompt exactly once");
+        assert_eq!(
+            q["body"]["input"]
+                .to_string()
+                .matches("pvisor-secret-c0d3x")
+                .count(),
+            1,
+            "request {i} must carry the prompt exactly once"
+        );
     }
     let mut leaks = vec![];
     for dir in [state.clone(), root.path().join("out/bp")] {
@@ -193,13 +335,18 @@ fn a_boundary_prompt_is_injected_once_and_never_stored() {
                     if !p.ends_with("logs") {
                         stack.push(p);
                     }
-                } else if String::from_utf8_lossy(&std::fs::read(&p).unwrap()).contains("pvisor-secret-c0d3x") {
+                } else if String::from_utf8_lossy(&std::fs::read(&p).unwrap())
+                    .contains("pvisor-secret-c0d3x")
+                {
                     leaks.push(p);
                 }
             }
         }
     }
-    assert!(leaks.is_empty(), "boundary prompt plaintext found in {leaks:?}");
+    assert!(
+        leaks.is_empty(),
+        "boundary prompt plaintext found in {leaks:?}"
+    );
 }
 
 /// A rollout recorded on another day: Codex would re-send its `<environment_context>` (the
@@ -217,20 +364,38 @@ fn a_rollout_recorded_on_another_day_continues() {
         .lines()
         .map(|l| {
             let v: Value = serde_json::from_str(l).unwrap();
-            if matches!(v["type"].as_str(), Some("turn_context") | Some("world_state")) && l.contains("\"current_date\":") {
+            if matches!(
+                v["type"].as_str(),
+                Some("turn_context") | Some("world_state")
+            ) && l.contains("\"current_date\":")
+            {
                 patched += 1;
                 let re = regex::Regex::new(r#""current_date":\s*"\d{4}-\d{2}-\d{2}""#).unwrap();
-                return re.replace_all(l, "\"current_date\":\"2025-01-02\"").into_owned() + "\n";
+                return re
+                    .replace_all(l, "\"current_date\":\"2025-01-02\"")
+                    .into_owned()
+                    + "\n";
             }
             l.to_string() + "\n"
         })
         .collect();
     assert!(patched > 0);
     std::fs::write(&old, text).unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex/five-step/script.json");
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex/five-step/script.json");
     reset();
     let out = Command::new(env!("CARGO_BIN_EXE_pvisor"))
-        .args(["replay", "--agent", "codex", "--run-id", "old-day", "--after-step", "1", "--max-steps", "3"])
+        .args([
+            "replay",
+            "--agent",
+            "codex",
+            "--run-id",
+            "old-day",
+            "--after-step",
+            "1",
+            "--max-steps",
+            "3",
+        ])
         .arg("--trajectory")
         .arg(&old)
         .arg("--workspace")
@@ -239,14 +404,35 @@ fn a_rollout_recorded_on_another_day_continues() {
         .arg(root.path().join("state"))
         .arg("--output-dir")
         .arg(root.path().join("out"))
-        .args(["--agent-entrypoint", &entry, "--model-script", &script.display().to_string()])
+        .args([
+            "--agent-entrypoint",
+            &entry,
+            "--model-script",
+            &script.display().to_string(),
+        ])
         .output()
         .unwrap();
-    let r: Value = serde_json::from_slice(out.stdout.trim_ascii_end().rsplit(|b| *b == b'\n').next().unwrap()).unwrap();
-    assert_eq!(out.status.code(), Some(0), "{r}\n{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_slice(
+        out.stdout
+            .trim_ascii_end()
+            .rsplit(|b| *b == b'\n')
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{r}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(r["phase"], "continued");
     let got = main_requests(&root.path().join("state/old-day/logs/scripted-model.jsonl"));
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex/genuine");
     let originals = main_requests_all(&dir.join("requests-run1.jsonl"));
-    assert_eq!(masked(&got[0]["body"])["input"], masked(&originals[1]["body"])["input"], "request 1 must end at O′N with no environment item added");
+    assert_eq!(
+        masked(&got[0]["body"])["input"],
+        masked(&originals[1]["body"])["input"],
+        "request 1 must end at O′N with no environment item added"
+    );
 }

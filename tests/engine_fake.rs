@@ -20,14 +20,25 @@ fn replay_only_run_result_equals_the_fold_of_its_journal() {
     assert_eq!(r["replayed_tool_calls"], 4);
     assert_eq!(r["prefix_model_turns"], 3);
     assert_eq!(r["metadata"]["observations"]["equal"], 3);
-    assert_eq!(r["metadata"]["observations"]["different"], 1, "c4 read 'two' where the original said 'old'");
+    assert_eq!(
+        r["metadata"]["observations"]["different"], 1,
+        "c4 read 'two' where the original said 'old'"
+    );
     assert_eq!(env.refold(), r);
-    let on_disk: serde_json::Value = serde_json::from_slice(&std::fs::read(env.root.join("out/r/result.json")).unwrap()).unwrap();
+    let on_disk: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(env.root.join("out/r/result.json")).unwrap())
+            .unwrap();
     assert_eq!(on_disk, r);
-    let cmp: serde_json::Value = serde_json::from_slice(&std::fs::read(env.root.join("out/r/observation-comparison.json")).unwrap()).unwrap();
+    let cmp: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(env.root.join("out/r/observation-comparison.json")).unwrap(),
+    )
+    .unwrap();
     let c4 = &cmp["calls"][3];
     assert_eq!(c4["equal"], false);
-    assert!(c4["diff"].as_str().unwrap().contains("-old") && c4["diff"].as_str().unwrap().contains("+two"));
+    assert!(
+        c4["diff"].as_str().unwrap().contains("-old")
+            && c4["diff"].as_str().unwrap().contains("+two")
+    );
     assert_eq!(env.marker(), "c1\nc2\nc3\nc4\n");
     // resuming a finished run does nothing more
     let again = env.resume(false);
@@ -44,8 +55,15 @@ fn prepare_only_runs_no_tool() {
     let out = env.run(f);
     assert_eq!(out.exit_code, 0);
     assert_eq!(out.result.phase.as_deref(), Some("prepared"));
-    assert_eq!(std::fs::read_dir(env.root.join("ws")).unwrap().count(), 0, "the workspace must be untouched");
-    let prepared: BTreeMap<String, Observation> = serde_json::from_slice(&std::fs::read(env.root.join("out/r/native/prepared-session.jsonl")).unwrap()).unwrap();
+    assert_eq!(
+        std::fs::read_dir(env.root.join("ws")).unwrap().count(),
+        0,
+        "the workspace must be untouched"
+    );
+    let prepared: BTreeMap<String, Observation> = serde_json::from_slice(
+        &std::fs::read(env.root.join("out/r/native/prepared-session.jsonl")).unwrap(),
+    )
+    .unwrap();
     assert_eq!(prepared["c2"].text, "hi");
 }
 
@@ -56,18 +74,30 @@ fn an_incomplete_or_missing_boundary_is_a_trajectory_error() {
     assert_eq!(out.exit_code, 10);
     let f = out.result.failure.unwrap();
     assert_eq!(f.category, "trajectory_error");
-    assert!(f.message.contains("t.jsonl:4") && f.message.contains("after_step"), "{}", f.message);
+    assert!(
+        f.message.contains("t.jsonl:4") && f.message.contains("after_step"),
+        "{}",
+        f.message
+    );
     assert_eq!(env.marker(), "", "nothing runs");
 }
 
 #[test]
 fn non_regenerable_tools_are_refused_unless_stale_is_allowed() {
-    let env = Env::new(r#"{"calls":[{"id":"w1","tool":"web","input":{},"result":"page"}]}
+    let env = Env::new(
+        r#"{"calls":[{"id":"w1","tool":"web","input":{},"result":"page"}]}
 {"calls":[{"id":"c2","tool":"write","input":{"path":"a.txt","text":"x"},"result":"ok"}]}
-"#);
+"#,
+    );
     let out = env.run(env.fields(2));
     assert_eq!(out.exit_code, 30);
-    assert!(out.result.failure.as_ref().unwrap().message.contains("cannot be regenerated"));
+    assert!(out
+        .result
+        .failure
+        .as_ref()
+        .unwrap()
+        .message
+        .contains("cannot be regenerated"));
     assert_eq!(env.marker(), "");
     let mut f = env.fields(2);
     f.allow_stale_observations = Some(true);
@@ -108,14 +138,26 @@ fn an_in_doubt_mutating_call_stops_until_at_least_once_is_accepted() {
     assert_eq!(out.exit_code, 31);
     let f = out.result.failure.clone().unwrap();
     assert_eq!(f.category, "ambiguous_execution");
-    assert!(f.message.contains("batch 2 call 0") && f.message.contains("c3"), "{}", f.message);
-    assert_eq!(env.refold(), serde_json::to_value(&out.result).unwrap(), "the stop is in the journal");
+    assert!(
+        f.message.contains("batch 2 call 0") && f.message.contains("c3"),
+        "{}",
+        f.message
+    );
+    assert_eq!(
+        env.refold(),
+        serde_json::to_value(&out.result).unwrap(),
+        "the stop is in the journal"
+    );
     // still stopped without consent, and no duplicate decision is journaled
     assert_eq!(env.resume(false).exit_code, 31);
     let out = env.resume(true);
     assert_eq!(out.exit_code, 0, "{:?}", out.result.failure);
     assert_eq!(out.result.phase.as_deref(), Some("replayed"));
-    assert_eq!(env.marker(), "c1\nc2\nc3\nc4\nc3\nc4\n", "c3 re-run at least once, c4 run after it; c1, c2 never again");
+    assert_eq!(
+        env.marker(),
+        "c1\nc2\nc3\nc4\nc3\nc4\n",
+        "c3 re-run at least once, c4 run after it; c1, c2 never again"
+    );
     assert_eq!(env.refold(), serde_json::to_value(&out.result).unwrap());
 }
 
@@ -137,7 +179,12 @@ fn a_changed_source_is_refused_on_resume() {
     std::fs::write(env.root.join("t.jsonl"), TRAJ.replace("two", "TWO")).unwrap();
     let out = env.resume(true);
     assert_eq!(out.exit_code, 10);
-    assert!(out.result.failure.unwrap().message.contains("changed since this run parsed it"));
+    assert!(out
+        .result
+        .failure
+        .unwrap()
+        .message
+        .contains("changed since this run parsed it"));
 }
 
 #[test]
@@ -147,6 +194,9 @@ fn an_unknown_agent_is_journaled_as_unsupported() {
     f.agent = Some("nope".into());
     let out = env.run(f);
     assert_eq!(out.exit_code, 11);
-    assert_eq!(out.result.failure.as_ref().unwrap().category, "unsupported_agent");
+    assert_eq!(
+        out.result.failure.as_ref().unwrap().category,
+        "unsupported_agent"
+    );
     assert_eq!(env.refold(), serde_json::to_value(&out.result).unwrap());
 }

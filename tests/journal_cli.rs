@@ -14,16 +14,33 @@ fn vectors() -> PathBuf {
 #[test]
 fn verify_gives_the_documented_code_for_every_golden_vector() {
     for name in ["complete", "torn-tail", "bitflip", "forked", "newer-major"] {
-        let expect: serde_json::Value = serde_json::from_slice(&std::fs::read(vectors().join(format!("{name}.expect.json"))).unwrap()).unwrap();
-        let out = bin().args(["journal", "verify", "--json"]).arg(vectors().join(format!("{name}.pvj"))).output().unwrap();
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{name}: {e}: {}", String::from_utf8_lossy(&out.stdout)));
-        assert_eq!(out.status.code(), expect["exit_code"].as_i64().map(|c| c as i32), "{name}: {v}");
+        let expect: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(vectors().join(format!("{name}.expect.json"))).unwrap(),
+        )
+        .unwrap();
+        let out = bin()
+            .args(["journal", "verify", "--json"])
+            .arg(vectors().join(format!("{name}.pvj")))
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{name}: {e}: {}", String::from_utf8_lossy(&out.stdout)));
+        assert_eq!(
+            out.status.code(),
+            expect["exit_code"].as_i64().map(|c| c as i32),
+            "{name}: {v}"
+        );
         assert_eq!(v["status"], expect["status"], "{name}");
         assert_eq!(v["seq"], expect["seq"], "{name}");
         assert_eq!(v["offset"], expect["offset"], "{name}");
         // the text form names seq and offset too
-        let out = bin().args(["journal", "verify"]).arg(vectors().join(format!("{name}.pvj"))).output().unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+        let out = bin()
+            .args(["journal", "verify"])
+            .arg(vectors().join(format!("{name}.pvj")))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
         if let Some(off) = expect["offset"].as_u64() {
             if off > 0 {
                 assert!(text.contains(&format!("offset {off}")), "{name}: {text}");
@@ -35,9 +52,21 @@ fn verify_gives_the_documented_code_for_every_golden_vector() {
 #[test]
 fn verify_catches_a_hand_corrupted_journal_and_names_seq_and_offset() {
     let dir = tempfile::tempdir().unwrap();
-    let st = bin().args(["journal", "stress", "--max-events", "40"]).arg(dir.path()).output().unwrap();
+    let st = bin()
+        .args(["journal", "stress", "--max-events", "40"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
     assert!(st.status.success());
-    assert_eq!(bin().args(["journal", "verify"]).arg(dir.path()).status().unwrap().code(), Some(0));
+    assert_eq!(
+        bin()
+            .args(["journal", "verify"])
+            .arg(dir.path())
+            .status()
+            .unwrap()
+            .code(),
+        Some(0)
+    );
     let jp = dir.path().join("journal.pvj");
     let mut b = std::fs::read(&jp).unwrap();
     // find record 20 by walking the framing, then damage one payload byte
@@ -51,7 +80,10 @@ fn verify_catches_a_hand_corrupted_journal_and_names_seq_and_offset() {
     let out = bin().args(["journal", "verify"]).arg(&jp).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(61), "{err}");
-    assert!(err.contains("sequence number 20") && err.contains(&format!("offset {off}")), "{err}");
+    assert!(
+        err.contains("sequence number 20") && err.contains(&format!("offset {off}")),
+        "{err}"
+    );
     // tampering that recomputes the checksums is caught by the hash chain
     let mut b = std::fs::read(&jp).unwrap();
     b[off + 30] ^= 0xFF; // undo
@@ -66,22 +98,36 @@ fn verify_catches_a_hand_corrupted_journal_and_names_seq_and_offset() {
     let out = bin().args(["journal", "verify"]).arg(&jp).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(61), "{err}");
-    assert!(err.contains("hash chain broken at sequence number 20"), "{err}");
+    assert!(
+        err.contains("hash chain broken at sequence number 20"),
+        "{err}"
+    );
 }
 
 #[test]
 fn show_renders_the_timeline_of_the_complete_vector() {
-    let out = bin().args(["journal", "show"]).arg(vectors().join("complete.pvj")).output().unwrap();
+    let out = bin()
+        .args(["journal", "show"])
+        .arg(vectors().join("complete.pvj"))
+        .output()
+        .unwrap();
     assert!(out.status.success());
     insta::assert_snapshot!("show_complete", String::from_utf8(out.stdout).unwrap());
 }
 
 #[test]
 fn export_writes_one_json_event_per_line() {
-    let out = bin().args(["journal", "export"]).arg(vectors().join("complete.pvj")).output().unwrap();
+    let out = bin()
+        .args(["journal", "export"])
+        .arg(vectors().join("complete.pvj"))
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
-    let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(lines.len(), 27);
     assert_eq!(lines[0]["event"], "run_requested");
     assert_eq!(lines[0]["data"]["agent"], "claude-code");
@@ -90,16 +136,30 @@ fn export_writes_one_json_event_per_line() {
         assert_eq!(l["seq"], i as u64 + 1);
     }
     // exporting a journal with a damaged record stops there with the corrupt code
-    let out = bin().args(["journal", "export"]).arg(vectors().join("bitflip.pvj")).output().unwrap();
+    let out = bin()
+        .args(["journal", "export"])
+        .arg(vectors().join("bitflip.pvj"))
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(61));
-    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 4, "the 4 events before the damage are exported");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).lines().count(),
+        4,
+        "the 4 events before the damage are exported"
+    );
 }
 
 #[test]
 fn unknown_paths_and_locked_journals_get_clear_errors() {
-    let out = bin().args(["journal", "verify", "/nonexistent/run"]).output().unwrap();
+    let out = bin()
+        .args(["journal", "verify", "/nonexistent/run"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    let out = bin().args(["journal", "show", "/nonexistent/run"]).output().unwrap();
+    let out = bin()
+        .args(["journal", "show", "/nonexistent/run"])
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("error:") && err.contains("hint:"), "{err}");
 }

@@ -10,7 +10,10 @@ use pvisor::fold;
 use pvisor::journal::Journal;
 
 fn kills() -> usize {
-    std::env::var("PVISOR_KILL_LOOP").ok().and_then(|v| v.parse().ok()).unwrap_or(120)
+    std::env::var("PVISOR_KILL_LOOP")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(120)
 }
 
 #[test]
@@ -28,7 +31,13 @@ fn sigkill_at_random_instants_loses_no_acknowledged_event() {
     let mut recoveries = 0;
     let n = kills();
     for round in 0..n {
-        let mut child = Command::new(bin).args(["journal", "stress"]).arg(dir.path()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        let mut child = Command::new(bin)
+            .args(["journal", "stress"])
+            .arg(dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
         let stdout = child.stdout.take().unwrap();
         let reader = std::thread::spawn(move || {
             let mut acks = vec![];
@@ -43,13 +52,17 @@ fn sigkill_at_random_instants_loses_no_acknowledged_event() {
         let _ = child.kill(); // SIGKILL
         let _ = child.wait();
         let acks = reader.join().unwrap();
-        let (j, events, opened) = Journal::open_dir(dir.path()).unwrap_or_else(|e| panic!("round {round}: reopen failed: {e}"));
+        let (j, events, opened) = Journal::open_dir(dir.path())
+            .unwrap_or_else(|e| panic!("round {round}: reopen failed: {e}"));
         if matches!(opened, pvisor::journal::Opened::Recovered { .. }) {
             recoveries += 1;
         }
         let max_seq = events.last().map(|e| e.seq).unwrap_or(0);
         for a in &acks {
-            assert!(*a <= max_seq, "round {round}: acknowledged seq {a} lost (journal ends at {max_seq})");
+            assert!(
+                *a <= max_seq,
+                "round {round}: acknowledged seq {a} lost (journal ends at {max_seq})"
+            );
             assert_eq!(events[*a as usize - 1].seq, *a);
         }
         fold::fold(&events).unwrap_or_else(|e| panic!("round {round}: fold failed: {e}"));
@@ -57,13 +70,30 @@ fn sigkill_at_random_instants_loses_no_acknowledged_event() {
         drop(j);
     }
     // finish the run without interruption: the fold must reach `finished`
-    let st = Command::new(bin).args(["journal", "stress"]).arg(dir.path()).stdout(Stdio::null()).status().unwrap();
+    let st = Command::new(bin)
+        .args(["journal", "stress"])
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
     assert!(st.success());
     let (_, events, _) = Journal::open_dir(dir.path()).unwrap();
     let state = fold::fold(&events).unwrap();
     assert_eq!(state.phase, fold::Phase::Finished);
-    assert!(acked_total > 0, "the child never acknowledged anything in {n} rounds");
+    assert!(
+        acked_total > 0,
+        "the child never acknowledged anything in {n} rounds"
+    );
     eprintln!("kill loop: {n} SIGKILLs, {acked_total} acknowledged events, {recoveries} torn tails recovered, {} events total", events.len());
-    let out = Command::new(bin).args(["journal", "verify"]).arg(dir.path()).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(bin)
+        .args(["journal", "verify"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

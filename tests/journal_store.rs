@@ -15,7 +15,12 @@ fn clock() -> u64 {
 }
 
 fn open_mem(img: Vec<u8>) -> Result<(Journal<MemStorage>, Vec<StoredEvent>, Opened), JournalError> {
-    Journal::open_with(MemStorage::from_image(img), "<memory>".into(), PathBuf::new(), clock)
+    Journal::open_with(
+        MemStorage::from_image(img),
+        "<memory>".into(),
+        PathBuf::new(),
+        clock,
+    )
 }
 
 fn record_offsets(bytes: &[u8]) -> Vec<u64> {
@@ -28,7 +33,10 @@ fn record_offsets(bytes: &[u8]) -> Vec<u64> {
 }
 
 fn without_recovery(evs: &[StoredEvent]) -> Vec<Event> {
-    evs.iter().filter(|e| !matches!(e.event, Event::Recovered(_))).map(|e| e.event.clone()).collect()
+    evs.iter()
+        .filter(|e| !matches!(e.event, Event::Recovered(_)))
+        .map(|e| e.event.clone())
+        .collect()
 }
 
 #[test]
@@ -62,9 +70,16 @@ fn truncation_at_every_offset_of_the_last_record_recovers_the_rest() {
         if cut == last {
             assert_eq!(opened, Opened::Intact);
         } else {
-            assert!(matches!(opened, Opened::Recovered { offset, length, .. } if offset == last as u64 && length == (cut - last) as u64), "cut {cut}: {opened:?}");
+            assert!(
+                matches!(opened, Opened::Recovered { offset, length, .. } if offset == last as u64 && length == (cut - last) as u64),
+                "cut {cut}: {opened:?}"
+            );
         }
-        assert_eq!(without_recovery(&evs), without_recovery(&full[..full.len() - 1]), "cut {cut}");
+        assert_eq!(
+            without_recovery(&evs),
+            without_recovery(&full[..full.len() - 1]),
+            "cut {cut}"
+        );
         let mut st = fold::fold(&evs).unwrap();
         st.recoveries.clear();
         let mut exp = expect_state.clone();
@@ -94,7 +109,11 @@ fn every_single_bit_flip_before_the_last_record_is_detected_with_its_seq() {
             Err(JournalError::Damaged { source, .. }) => {
                 let seq = offs.iter().rposition(|&o| o as usize <= byte).unwrap() as u64 + 1;
                 assert_eq!(source.seq(), Some(seq), "bit {bit}: {source}");
-                assert_eq!(source.offset(), Some(offs[seq as usize - 1]), "bit {bit}: {source}");
+                assert_eq!(
+                    source.offset(),
+                    Some(offs[seq as usize - 1]),
+                    "bit {bit}: {source}"
+                );
             }
             Err(JournalError::TooNew { .. }) => assert!(byte < 48, "byte {byte}"),
             Err(e) => assert!(byte < 48, "bit {bit} (byte {byte}) outside the header: {e}"),
@@ -103,7 +122,15 @@ fn every_single_bit_flip_before_the_last_record_is_detected_with_its_seq() {
 }
 
 fn sample_events(n: usize) -> Vec<Event> {
-    (0..n).map(|i| Event::ContinuationStep(ContinuationStep { n: i as u64 + 1, action_digest: format!("blake3:{i:064x}"), tools: vec!["Bash".into(); i % 3] })).collect()
+    (0..n)
+        .map(|i| {
+            Event::ContinuationStep(ContinuationStep {
+                n: i as u64 + 1,
+                action_digest: format!("blake3:{i:064x}"),
+                tools: vec!["Bash".into(); i % 3],
+            })
+        })
+        .collect()
 }
 
 #[test]
@@ -117,14 +144,29 @@ fn a_crash_at_every_sync_point_keeps_every_acknowledged_event() {
     // history[0] is the header sync, history[i] holds i acknowledged events.
     assert_eq!(mem.history.len(), evs.len() + 1);
     for (i, durable) in mem.history.iter().enumerate() {
-        let next_end = mem.history.get(i + 1).map(|h| h.len()).unwrap_or(durable.len());
+        let next_end = mem
+            .history
+            .get(i + 1)
+            .map(|h| h.len())
+            .unwrap_or(durable.len());
         // crash images: the durable bytes plus any prefix of the next, unsynced write
-        for extra in [0, 1, 27, 28, 29, (next_end - durable.len()) / 2, (next_end - durable.len()).saturating_sub(1)] {
+        for extra in [
+            0,
+            1,
+            27,
+            28,
+            29,
+            (next_end - durable.len()) / 2,
+            (next_end - durable.len()).saturating_sub(1),
+        ] {
             let extra = extra.min(next_end - durable.len());
             let img = mem.written[..durable.len() + extra].to_vec();
             let (_, got, _) = open_mem(img).unwrap();
             let got = without_recovery(&got);
-            assert!(got.len() >= i, "sync point {i}, extra {extra}: lost acknowledged events");
+            assert!(
+                got.len() >= i,
+                "sync point {i}, extra {extra}: lost acknowledged events"
+            );
             assert_eq!(&got[..i], &evs[..i]);
         }
     }
@@ -136,7 +178,11 @@ fn group_commit_is_durable_only_at_commit() {
     for e in sample_events(5) {
         j.append(e, Durability::Buffered).unwrap();
     }
-    assert_eq!(j.storage().history.len(), 1, "buffered appends must not sync");
+    assert_eq!(
+        j.storage().history.len(),
+        1,
+        "buffered appends must not sync"
+    );
     let before = j.storage().durable.clone();
     j.commit().unwrap();
     assert_eq!(j.storage().history.len(), 2, "one sync for the group");
@@ -154,8 +200,14 @@ fn a_failed_fsync_poisons_the_journal() {
     let evs = sample_events(4);
     j.append(evs[0].clone(), Durability::Sync).unwrap();
     j.append(evs[1].clone(), Durability::Sync).unwrap();
-    assert!(matches!(j.append(evs[2].clone(), Durability::Sync), Err(JournalError::SyncFailed { .. })));
-    assert!(matches!(j.append(evs[3].clone(), Durability::Sync), Err(JournalError::Poisoned { .. })));
+    assert!(matches!(
+        j.append(evs[2].clone(), Durability::Sync),
+        Err(JournalError::SyncFailed { .. })
+    ));
+    assert!(matches!(
+        j.append(evs[3].clone(), Durability::Sync),
+        Err(JournalError::Poisoned { .. })
+    ));
     assert!(matches!(j.commit(), Err(JournalError::Poisoned { .. })));
 }
 
@@ -164,13 +216,17 @@ fn a_second_writer_fails_fast_naming_the_holder() {
     let dir = tempfile::tempdir().unwrap();
     let (mut j, _, opened) = Journal::open_dir(dir.path()).unwrap();
     assert_eq!(opened, Opened::Created);
-    j.append(sample_events(1).remove(0), Durability::Sync).unwrap();
+    j.append(sample_events(1).remove(0), Durability::Sync)
+        .unwrap();
     let t = std::time::Instant::now();
     match Journal::open_dir(dir.path()) {
         Err(e @ JournalError::Locked { .. }) => {
             let msg = e.to_string();
             assert!(msg.contains("journal.pvj"), "{msg}");
-            assert!(msg.contains(&format!("pid {}", std::process::id())), "{msg}");
+            assert!(
+                msg.contains(&format!("pid {}", std::process::id())),
+                "{msg}"
+            );
         }
         other => panic!("expected Locked, got {:?}", other.map(|x| x.2)),
     }
@@ -187,8 +243,18 @@ fn a_torn_file_tail_is_quarantined_on_disk() {
     let bytes = std::fs::read(vectors().join("torn-tail.pvj")).unwrap();
     std::fs::write(dir.path().join("journal.pvj"), &bytes).unwrap();
     let (_, evs, opened) = Journal::open_dir(dir.path()).unwrap();
-    let Opened::Recovered { offset, length, quarantine } = opened else { panic!("{opened:?}") };
-    assert_eq!(std::fs::read(&quarantine).unwrap(), bytes[offset as usize..].to_vec());
+    let Opened::Recovered {
+        offset,
+        length,
+        quarantine,
+    } = opened
+    else {
+        panic!("{opened:?}")
+    };
+    assert_eq!(
+        std::fs::read(&quarantine).unwrap(),
+        bytes[offset as usize..].to_vec()
+    );
     assert_eq!(length as usize, bytes.len() - offset as usize);
     assert_eq!(evs.len(), 27, "26 intact events + recovered");
     assert!(matches!(evs.last().unwrap().event, Event::Recovered(_)));
@@ -203,7 +269,10 @@ fn a_newer_minor_is_read_but_not_appended_to() {
     let mut h = journal_format::FileHeader::new(journal_format::JournalId([9; 16]), 0);
     h.minor = journal_format::FORMAT_MINOR + 1;
     let img = h.encode().to_vec();
-    assert!(matches!(open_mem(img), Err(JournalError::NotWritable { .. })));
+    assert!(matches!(
+        open_mem(img),
+        Err(JournalError::NotWritable { .. })
+    ));
 }
 
 #[test]

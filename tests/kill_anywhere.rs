@@ -53,16 +53,23 @@ struct Finished {
 }
 
 fn setup() -> Harness {
-    let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open("/tmp/pvisor-rec-five-step.lock").unwrap();
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open("/tmp/pvisor-rec-five-step.lock")
+        .unwrap();
     lock.lock_exclusive().unwrap();
     let rec = claude::recorded_dir().join("five-step");
-    let meta: Value = serde_json::from_slice(&std::fs::read(rec.join("meta.json")).unwrap()).unwrap();
+    let meta: Value =
+        serde_json::from_slice(&std::fs::read(rec.join("meta.json")).unwrap()).unwrap();
     let work = PathBuf::from(meta["cwd"].as_str().unwrap());
     let root = tempfile::tempdir().unwrap();
     let marker = root.path().join("live.marker");
     // The recorded turns for the prefix, then live steps whose Bash commands leave a trace
     // outside the journal: a double execution shows as a repeated marker line.
-    let mut script: Value = serde_json::from_slice(&std::fs::read(rec.join("script.json")).unwrap()).unwrap();
+    let mut script: Value =
+        serde_json::from_slice(&std::fs::read(rec.join("script.json")).unwrap()).unwrap();
     let mut turns: Vec<Value> = script["turns"].as_array().unwrap()[..6].to_vec();
     for i in 1..=LIVE_STEPS {
         turns.push(json!({"text": format!("Live step {i}."), "tool_calls": [{"name": "Bash", "input": {"command": format!("echo live-{i} >> {} && echo step-{i} >> live.txt", marker.display()), "description": format!("live step {i}")}}]}));
@@ -72,7 +79,15 @@ fn setup() -> Harness {
     script["name"] = json!("kill-anywhere");
     let sp = root.path().join("script.json");
     std::fs::write(&sp, serde_json::to_vec_pretty(&script).unwrap()).unwrap();
-    Harness { rec, work, script: sp, marker, entry: claude::claude_entrypoint(), root, _lock: lock }
+    Harness {
+        rec,
+        work,
+        script: sp,
+        marker,
+        entry: claude::claude_entrypoint(),
+        root,
+        _lock: lock,
+    }
 }
 
 impl Harness {
@@ -87,31 +102,44 @@ impl Harness {
     }
     fn fresh_cmd(&self, id: &str) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_pvisor"));
-        c.args(["replay", "--agent", "claude-code", "--run-id", id, "--after-step", AFTER_STEP, "--max-steps", MAX_STEPS])
-            .arg("--trajectory")
-            .arg(self.rec.join("session.jsonl"))
-            .arg("--workspace")
-            .arg(&self.work)
-            .arg("--state-dir")
-            .arg(self.root.path().join("state"))
-            .arg("--output-dir")
-            .arg(self.root.path().join("out"))
-            .arg("--agent-entrypoint")
-            .arg(&self.entry)
-            .arg("--model-script")
-            .arg(&self.script)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        c.args([
+            "replay",
+            "--agent",
+            "claude-code",
+            "--run-id",
+            id,
+            "--after-step",
+            AFTER_STEP,
+            "--max-steps",
+            MAX_STEPS,
+        ])
+        .arg("--trajectory")
+        .arg(self.rec.join("session.jsonl"))
+        .arg("--workspace")
+        .arg(&self.work)
+        .arg("--state-dir")
+        .arg(self.root.path().join("state"))
+        .arg("--output-dir")
+        .arg(self.root.path().join("out"))
+        .arg("--agent-entrypoint")
+        .arg(&self.entry)
+        .arg("--model-script")
+        .arg(&self.script)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
         c
     }
     /// Events as `(seq, at_ms, debug form)`, read-only (a torn tail ends the list).
     fn events(&self, id: &str) -> Vec<(u64, u64, String)> {
         let mut out = vec![];
-        let _ = pvisor::journal::read_events(&self.state(id).join(pvisor::journal::JOURNAL_FILE), |e| {
-            out.push((e.seq, e.at_ms, format!("{:?}", e.event)));
-            Ok(())
-        });
+        let _ = pvisor::journal::read_events(
+            &self.state(id).join(pvisor::journal::JOURNAL_FILE),
+            |e| {
+                out.push((e.seq, e.at_ms, format!("{:?}", e.event)));
+                Ok(())
+            },
+        );
         out
     }
     fn decoded(&self, id: &str) -> Vec<pvisor::journal::StoredEvent> {
@@ -143,7 +171,10 @@ impl Harness {
     }
     fn marker_counts(&self) -> BTreeMap<String, usize> {
         let mut m = BTreeMap::new();
-        for l in std::fs::read_to_string(&self.marker).unwrap_or_default().lines() {
+        for l in std::fs::read_to_string(&self.marker)
+            .unwrap_or_default()
+            .lines()
+        {
             *m.entry(l.to_string()).or_insert(0) += 1;
         }
         m
@@ -164,28 +195,54 @@ impl Harness {
             let out = c.stdin(Stdio::null()).output().unwrap();
             let code = out.status.code().unwrap_or(-1);
             let stdout = String::from_utf8_lossy(&out.stdout);
-            let r: Value = serde_json::from_str(stdout.lines().last().unwrap_or("{}")).unwrap_or(Value::Null);
+            let r: Value =
+                serde_json::from_str(stdout.lines().last().unwrap_or("{}")).unwrap_or(Value::Null);
             match code {
-                0 => return Finished { facts: self.facts(id, &r), resumes: i + 1, accepted },
+                0 => {
+                    return Finished {
+                        facts: self.facts(id, &r),
+                        resumes: i + 1,
+                        accepted,
+                    }
+                }
                 31 => accept = true,
-                _ => panic!("{label}: resume {} exited {code}: {r}\n{}", i + 1, String::from_utf8_lossy(&out.stderr)),
+                _ => panic!(
+                    "{label}: resume {} exited {code}: {r}\n{}",
+                    i + 1,
+                    String::from_utf8_lossy(&out.stderr)
+                ),
             }
         }
         panic!("{label}: not done after 8 resumes");
     }
 
     /// Check one interrupted-and-resumed run against the baseline.
-    fn check(&self, id: &str, label: &str, before: &[(u64, u64, String)], base: &Facts, done: &Finished) {
-        assert_eq!(&done.facts, base, "{label}: the final result differs from the uninterrupted run's");
+    fn check(
+        &self,
+        id: &str,
+        label: &str,
+        before: &[(u64, u64, String)],
+        base: &Facts,
+        done: &Finished,
+    ) {
+        assert_eq!(
+            &done.facts, base,
+            "{label}: the final result differs from the uninterrupted run's"
+        );
         let after = self.events(id);
-        assert!(after.len() >= before.len() && after[..before.len()] == *before, "{label}: an acknowledged event was lost or changed");
+        assert!(
+            after.len() >= before.len() && after[..before.len()] == *before,
+            "{label}: an acknowledged event was lost or changed"
+        );
         // Double executions: live step i ran twice only if the journal shows step i in doubt
         // and re-run under --accept-at-least-once.
         let evs = self.decoded(id);
         let accepted_live: Vec<u64> = evs
             .iter()
             .filter_map(|e| match &e.event {
-                Event::InDoubtResolved(d) if d.batch == 0 && d.decision == "rerun_accepted" => Some(d.call),
+                Event::InDoubtResolved(d) if d.batch == 0 && d.decision == "rerun_accepted" => {
+                    Some(d.call)
+                }
                 _ => None,
             })
             .collect();
@@ -195,16 +252,31 @@ impl Harness {
             let n = counts.get(&format!("live-{i}")).copied().unwrap_or(0);
             assert!(n >= 1, "{label}: live step {i} never ran ({counts:?})");
             if n > 1 {
-                assert!(done.accepted, "{label}: live step {i} ran {n} times without --accept-at-least-once");
+                assert!(
+                    done.accepted,
+                    "{label}: live step {i} ran {n} times without --accept-at-least-once"
+                );
                 assert!(accepted_live.iter().any(|&s| s as usize <= i), "{label}: live step {i} ran {n} times, but no in-doubt decision covers it ({accepted_live:?})");
             }
         }
         // The prefix's only non-idempotent call (batch 5: `echo 'line three' >> notes.txt`).
         let notes = std::fs::read_to_string(self.work.join("notes.txt")).unwrap_or_default();
         let threes = notes.matches("line three").count();
-        assert!(threes == 1 || (threes == 2 && accepted_prefix), "{label}: notes.txt has {threes} appended lines (accepted rerun: {accepted_prefix})");
-        let audit = Command::new(env!("CARGO_BIN_EXE_pvisor")).args(["journal", "audit"]).arg(self.state(id)).output().unwrap();
-        assert_eq!(audit.status.code(), Some(0), "{label}: audit: {}", String::from_utf8_lossy(&audit.stdout));
+        assert!(
+            threes == 1 || (threes == 2 && accepted_prefix),
+            "{label}: notes.txt has {threes} appended lines (accepted rerun: {accepted_prefix})"
+        );
+        let audit = Command::new(env!("CARGO_BIN_EXE_pvisor"))
+            .args(["journal", "audit"])
+            .arg(self.state(id))
+            .output()
+            .unwrap();
+        assert_eq!(
+            audit.status.code(),
+            Some(0),
+            "{label}: audit: {}",
+            String::from_utf8_lossy(&audit.stdout)
+        );
     }
 }
 
@@ -231,14 +303,23 @@ fn kill_anywhere_and_resume() {
     let t0 = Instant::now();
     let out = h.fresh_cmd("base").output().unwrap();
     let base_ms = t0.elapsed().as_millis() as u64;
-    assert_eq!(out.status.code(), Some(0), "baseline: {}", String::from_utf8_lossy(&out.stderr));
-    let r: Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "baseline: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
     let base = h.facts("base", &r);
     assert_eq!(base.phase, "continued");
     assert_eq!(base.agent_status, "completed");
     assert_eq!(base.steps.len(), LIVE_STEPS + 1);
     let total = h.events("base").len() as u64;
-    eprintln!("baseline: {total} events, {base_ms} ms, {} live steps", base.steps.len());
+    eprintln!(
+        "baseline: {total} events, {base_ms} ms, {} live steps",
+        base.steps.len()
+    );
 
     // (a) a failpoint after every event k (the last one, run_finished, leaves nothing to do).
     let ks: Vec<u64> = if full() {
@@ -254,21 +335,53 @@ fn kill_anywhere_and_resume() {
     for &k in &ks {
         let id = format!("fp{k}");
         h.reset();
-        let out = h.fresh_cmd(&id).env("PVISOR_FAILPOINT", format!("after-event:{k}")).output().unwrap();
+        let out = h
+            .fresh_cmd(&id)
+            .env("PVISOR_FAILPOINT", format!("after-event:{k}"))
+            .output()
+            .unwrap();
         assert!(!out.status.success(), "failpoint {k}: the run did not stop");
         let before = h.events(&id);
-        assert_eq!(before.len() as u64, k, "failpoint {k}: the journal must end at event {k}");
+        assert_eq!(
+            before.len() as u64,
+            k,
+            "failpoint {k}: the journal must end at event {k}"
+        );
         let done = h.resume_until_done(&id, &format!("failpoint {k}"));
         h.check(&id, &format!("failpoint {k}"), &before, &base, &done);
         stops31 += done.accepted as usize;
         doubles += h.marker_counts().values().filter(|&&n| n > 1).count();
-        eprintln!("failpoint {k}: ok after {} resume(s){}", done.resumes, if done.accepted { " (exit 31, accepted)" } else { "" });
+        eprintln!(
+            "failpoint {k}: ok after {} resume(s){}",
+            done.resumes,
+            if done.accepted {
+                " (exit 31, accepted)"
+            } else {
+                ""
+            }
+        );
     }
     eprintln!("failpoints: {} runs ok, {stops31} stopped with exit 31, {doubles} accounted double executions", ks.len());
 
     // (b) SIGKILL at random instants.
-    let kills: usize = if full() { std::env::var("PVISOR_KILLS").ok().and_then(|v| v.parse().ok()).unwrap_or(50) } else { 4 };
-    let seed = std::env::var("PVISOR_KILL_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or_else(|| std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1);
+    let kills: usize = if full() {
+        std::env::var("PVISOR_KILLS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(50)
+    } else {
+        4
+    };
+    let seed = std::env::var("PVISOR_KILL_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+                | 1
+        });
     eprintln!("SIGKILL seed {seed} (PVISOR_KILL_SEED={seed} repeats it)");
     let mut rng = Rng(seed);
     let (mut landed, mut attempts, mut stops31, mut doubles) = (0, 0, 0, 0);
@@ -276,7 +389,12 @@ fn kill_anywhere_and_resume() {
         attempts += 1;
         let id = format!("kill{attempts}");
         h.reset();
-        let mut child = h.fresh_cmd(&id).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+        let mut child = h
+            .fresh_cmd(&id)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
         let at = Duration::from_millis(rng.next() % (base_ms + base_ms / 10 + 1));
         std::thread::sleep(at);
         if child.try_wait().unwrap().is_some() {
@@ -289,23 +407,52 @@ fn kill_anywhere_and_resume() {
         child.wait().unwrap();
         landed += 1;
         let mut before = h.events(&id);
-        let label = format!("SIGKILL {landed} at {} ms (after event {})", at.as_millis(), before.len());
+        let label = format!(
+            "SIGKILL {landed} at {} ms (after event {})",
+            at.as_millis(),
+            before.len()
+        );
         if before.is_empty() {
             // Killed before `run_requested` was durable: nothing was acknowledged, so there is
             // nothing to resume (exit 2 says so) and the same command starts the run.
-            let out = Command::new(env!("CARGO_BIN_EXE_pvisor")).args(["replay", "--resume-journal"]).arg(h.state(&id)).output().unwrap();
-            assert_eq!(out.status.code(), Some(2), "{label}: {}", String::from_utf8_lossy(&out.stderr));
+            let out = Command::new(env!("CARGO_BIN_EXE_pvisor"))
+                .args(["replay", "--resume-journal"])
+                .arg(h.state(&id))
+                .output()
+                .unwrap();
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "{label}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             let out = h.fresh_cmd(&id).output().unwrap();
-            assert_eq!(out.status.code(), Some(0), "{label}: the run started again: {}", String::from_utf8_lossy(&out.stderr));
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{label}: the run started again: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             before = h.events(&id)[..1].to_vec();
         }
         let done = h.resume_until_done(&id, &label);
         h.check(&id, &label, &before, &base, &done);
         stops31 += done.accepted as usize;
         doubles += h.marker_counts().values().filter(|&&n| n > 1).count();
-        eprintln!("{label}: ok after {} resume(s){}", done.resumes, if done.accepted { " (exit 31, accepted)" } else { "" });
+        eprintln!(
+            "{label}: ok after {} resume(s){}",
+            done.resumes,
+            if done.accepted {
+                " (exit 31, accepted)"
+            } else {
+                ""
+            }
+        );
     }
-    assert!(landed >= kills, "only {landed} of {kills} kills landed in {attempts} attempts");
+    assert!(
+        landed >= kills,
+        "only {landed} of {kills} kills landed in {attempts} attempts"
+    );
     eprintln!("SIGKILL: {landed} kills ok, {stops31} stopped with exit 31, {doubles} accounted double executions");
 }
 
@@ -314,19 +461,36 @@ fn a_changed_workspace_is_refused_on_resume_and_the_run_stays_resumable() {
     let h = setup();
     h.reset();
     // Event 27 is batch 4's `batch_finished` (the Edit of notes.txt).
-    let out = h.fresh_cmd("ws").env("PVISOR_FAILPOINT", "after-event:27").output().unwrap();
+    let out = h
+        .fresh_cmd("ws")
+        .env("PVISOR_FAILPOINT", "after-event:27")
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     let notes = h.work.join("notes.txt");
     let good = std::fs::read(&notes).unwrap();
     std::fs::write(&notes, "changed behind pvisor's back\n").unwrap();
     let events = h.events("ws").len();
-    let out = Command::new(env!("CARGO_BIN_EXE_pvisor")).args(["replay", "--resume-journal"]).arg(h.state("ws")).output().unwrap();
-    assert_eq!(out.status.code(), Some(20), "{}", String::from_utf8_lossy(&out.stderr));
-    let r: Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_pvisor"))
+        .args(["replay", "--resume-journal"])
+        .arg(h.state("ws"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(20),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
     assert_eq!(r["failure"]["category"], "workspace_error");
     let msg = r["failure"]["message"].as_str().unwrap();
     assert!(msg.contains("notes.txt (journaled "), "{msg}");
-    assert!(!msg.contains("a.txt"), "only the differing path is listed: {msg}");
+    assert!(
+        !msg.contains("a.txt"),
+        "only the differing path is listed: {msg}"
+    );
     assert_eq!(h.events("ws").len(), events, "a refusal is not journaled");
     // Restored, the same journal resumes to the end.
     std::fs::write(&notes, good).unwrap();

@@ -16,11 +16,19 @@ pub struct Encoder {
 impl Encoder {
     /// An encoder for a new journal with this header.
     pub fn new(header: &FileHeader) -> Self {
-        Encoder { seed: header.journal_id.crc_seed(), prev: ChainHash::anchor(header), next_seq: 1 }
+        Encoder {
+            seed: header.journal_id.crc_seed(),
+            prev: ChainHash::anchor(header),
+            next_seq: 1,
+        }
     }
     /// An encoder continuing after the last valid record (`last_seq`, `head`).
     pub fn resume(header: &FileHeader, last_seq: u64, head: ChainHash) -> Self {
-        Encoder { seed: header.journal_id.crc_seed(), prev: head, next_seq: last_seq + 1 }
+        Encoder {
+            seed: header.journal_id.crc_seed(),
+            prev: head,
+            next_seq: last_seq + 1,
+        }
     }
     pub fn next_seq(&self) -> u64 {
         self.next_seq
@@ -31,7 +39,14 @@ impl Encoder {
     /// Encode one event; advances the sequence and chain only on success.
     pub fn encode(&mut self, event: &Event, at_ms: u64) -> Result<Vec<u8>, DecodeError> {
         let payload = event.encode_payload();
-        let (bytes, chain) = encode_record(self.seed, &self.prev, self.next_seq, event.kind(), at_ms, &payload)?;
+        let (bytes, chain) = encode_record(
+            self.seed,
+            &self.prev,
+            self.next_seq,
+            event.kind(),
+            at_ms,
+            &payload,
+        )?;
         self.prev = chain;
         self.next_seq += 1;
         Ok(bytes)

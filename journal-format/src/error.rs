@@ -13,9 +13,16 @@ pub enum DecodeError {
     UnknownChecksumAlgorithm(u8),
     #[error("unsupported hash algorithm {0}")]
     UnknownHashAlgorithm(u8),
-    #[error("format version {major}.{minor} is newer than this reader ({}.{})", crate::FORMAT_MAJOR, crate::FORMAT_MINOR)]
+    #[error(
+        "format version {major}.{minor} is newer than this reader ({}.{})",
+        crate::FORMAT_MAJOR,
+        crate::FORMAT_MINOR
+    )]
     TooNew { major: u16, minor: u16 },
-    #[error("payload of {len} bytes exceeds the cap of {} bytes", crate::MAX_PAYLOAD)]
+    #[error(
+        "payload of {len} bytes exceeds the cap of {} bytes",
+        crate::MAX_PAYLOAD
+    )]
     TooLarge { len: u32 },
     #[error("event kind {kind}: payload does not decode: {message}")]
     Payload { kind: u16, message: String },
@@ -30,16 +37,28 @@ pub enum ScanError {
     Io { offset: u64, message: String },
     #[error("journal header: {0}")]
     Header(DecodeError),
-    #[error("format version {major}.{minor} is newer than this reader ({}.{}); upgrade pvisor", crate::FORMAT_MAJOR, crate::FORMAT_MINOR)]
+    #[error(
+        "format version {major}.{minor} is newer than this reader ({}.{}); upgrade pvisor",
+        crate::FORMAT_MAJOR,
+        crate::FORMAT_MINOR
+    )]
     TooNew { major: u16, minor: u16 },
     #[error("corrupt record at byte offset {offset} (expected sequence number {seq}): {reason}")]
-    Corrupt { seq: u64, offset: u64, reason: String },
+    Corrupt {
+        seq: u64,
+        offset: u64,
+        reason: String,
+    },
     #[error("hash chain broken at sequence number {seq}, byte offset {offset}: the record was altered after it was written")]
     ChainBroken { seq: u64, offset: u64 },
     #[error("forked journal: sequence number {seq} appears again at byte offset {offset} with a different hash")]
     Forked { seq: u64, offset: u64 },
     #[error("sequence out of order at byte offset {offset}: expected {expected}, found {found}")]
-    OutOfOrder { expected: u64, found: u64, offset: u64 },
+    OutOfOrder {
+        expected: u64,
+        found: u64,
+        offset: u64,
+    },
 }
 
 impl ScanError {
@@ -57,7 +76,9 @@ impl ScanError {
     /// The sequence number the error names, when it names one.
     pub fn seq(&self) -> Option<u64> {
         match self {
-            ScanError::Corrupt { seq, .. } | ScanError::ChainBroken { seq, .. } | ScanError::Forked { seq, .. } => Some(*seq),
+            ScanError::Corrupt { seq, .. }
+            | ScanError::ChainBroken { seq, .. }
+            | ScanError::Forked { seq, .. } => Some(*seq),
             ScanError::OutOfOrder { expected, .. } => Some(*expected),
             _ => None,
         }

@@ -226,7 +226,16 @@ pub struct BridgeStarted {
     pub prefix_items: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One item the bridge removed from a request by an adapter's declared rule (format 1.1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct RemovedItem {
+    /// The rule's name for the item (`claude:date_change_notice`, `claude:resume_text_block`…).
+    pub kind: String,
+    /// `blake3:<hex>` of the removed item's canonical JSON.
+    pub digest: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct BridgeRequestValidated {
     /// 1-based count of main (non-side) requests.
     pub n: u64,
@@ -242,9 +251,34 @@ pub struct BridgeRequestValidated {
     /// A side request (title generation, token count) forwarded without prefix validation.
     #[serde(default)]
     pub side: bool,
+    /// Format 1.1: what was removed, with digests (same order as `removed`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removed_items: Vec<RemovedItem>,
+    /// Format 1.1: for a refused request, the blob holding its body as the agent sent it,
+    /// with every secret (API keys, the per-run bridge key, the boundary prompt) replaced by
+    /// `[redacted]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused_request_blob: Option<String>,
+    /// Format 1.1: for a refused request, the first difference from what was expected, in
+    /// words (e.g. "1 message after O′N: role=system, text begins `# Environment…`").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub difference: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One host or time snapshot in the agent's native session that was set to what the agent
+/// observes at continuation time, so that it announces no change (format 1.1). Only
+/// snapshots the model never sees are changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Neutralized {
+    /// `<agent>:<snapshot field>` (`claude:environment.osVersion`, `claude:date`…).
+    pub fact: String,
+    /// The value the recorded session held.
+    pub recorded: String,
+    /// The value written (what the agent observes now).
+    pub live: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct ContinuationStarted {
     pub command: Vec<String>,
     #[serde(default)]
@@ -255,6 +289,9 @@ pub struct ContinuationStarted {
     /// 1 for the first start, 2+ when resumed after a crash.
     #[serde(default)]
     pub attempt: u64,
+    /// Format 1.1: host/time snapshots set to the live values before the agent started.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub neutralized: Vec<Neutralized>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -48,7 +48,12 @@ pub struct FileHeader {
 
 impl FileHeader {
     pub fn new(journal_id: JournalId, created_at_ms: u64) -> Self {
-        FileHeader { major: crate::FORMAT_MAJOR, minor: crate::FORMAT_MINOR, journal_id, created_at_ms }
+        FileHeader {
+            major: crate::FORMAT_MAJOR,
+            minor: crate::FORMAT_MINOR,
+            journal_id,
+            created_at_ms,
+        }
     }
 
     pub fn encode(&self) -> [u8; HEADER_LEN] {
@@ -72,7 +77,10 @@ impl FileHeader {
             if b.len() >= 8 && b[0..8] != MAGIC {
                 return Err(DecodeError::BadMagic);
             }
-            return Err(DecodeError::Short { need: HEADER_LEN, have: b.len() });
+            return Err(DecodeError::Short {
+                need: HEADER_LEN,
+                have: b.len(),
+            });
         }
         if b[0..8] != MAGIC {
             return Err(DecodeError::BadMagic);
@@ -95,7 +103,12 @@ impl FileHeader {
         let mut id = [0u8; 16];
         id.copy_from_slice(&b[16..32]);
         let created_at_ms = u64::from_le_bytes(b[32..40].try_into().unwrap());
-        Ok(FileHeader { major, minor, journal_id: JournalId(id), created_at_ms })
+        Ok(FileHeader {
+            major,
+            minor,
+            journal_id: JournalId(id),
+            created_at_ms,
+        })
     }
 
     /// Whether this version of the codec may append to a journal with this header.
@@ -122,7 +135,10 @@ mod tests {
     fn newer_major_refused() {
         let mut h = FileHeader::new(JournalId([1; 16]), 0);
         h.major = crate::FORMAT_MAJOR + 1;
-        assert!(matches!(FileHeader::decode(&h.encode()), Err(DecodeError::TooNew { .. })));
+        assert!(matches!(
+            FileHeader::decode(&h.encode()),
+            Err(DecodeError::TooNew { .. })
+        ));
         let mut h = FileHeader::new(JournalId([1; 16]), 0);
         h.minor = crate::FORMAT_MINOR + 1;
         let d = FileHeader::decode(&h.encode()).unwrap();

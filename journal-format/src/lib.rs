@@ -29,10 +29,13 @@ pub use record::{ChainHash, RecordFrame};
 /// - 1.0: initial format. 48-byte header; record = 28-byte framed header (len, kind,
 ///   flags, seq, at_ms, header CRC), MessagePack payload, 32-byte BLAKE3 chain hash,
 ///   4-byte record CRC; event kinds 1..=19.
+/// - 1.1: optional fields `continuation_started.neutralized`,
+///   `bridge_request_validated.removed_items`, `.refused_request_blob` and `.difference`
+///   (absent when empty, so 1.0 events encode as before).
 pub const FORMAT_MAJOR: u16 = 1;
 /// Current format minor version. Writers refuse to append to a file whose minor is greater
 /// (an older writer would drop data a newer one relies on).
-pub const FORMAT_MINOR: u16 = 0;
+pub const FORMAT_MINOR: u16 = 1;
 
 /// Hard cap on a record payload. Checked before any allocation.
 pub const MAX_PAYLOAD: u32 = 16 * 1024 * 1024;

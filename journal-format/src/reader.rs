@@ -13,7 +13,10 @@ use std::io::Read;
 
 use crate::error::ScanError;
 use crate::header::{FileHeader, HEADER_LEN};
-use crate::record::{chain_hash, check_record, decode_frame_header, ChainHash, RecordFrame, FRAME_HEADER_LEN, OVERHEAD};
+use crate::record::{
+    chain_hash, check_record, decode_frame_header, ChainHash, RecordFrame, FRAME_HEADER_LEN,
+    OVERHEAD,
+};
 
 /// How the journal ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,7 +66,10 @@ impl<R: Read> RecordReader<R> {
     /// Read and check the file header.
     pub fn open(mut r: R) -> Result<Self, ScanError> {
         let mut hb = [0u8; HEADER_LEN];
-        let n = read_full(&mut r, &mut hb).map_err(|e| ScanError::Io { offset: 0, message: e.to_string() })?;
+        let n = read_full(&mut r, &mut hb).map_err(|e| ScanError::Io {
+            offset: 0,
+            message: e.to_string(),
+        })?;
         let header = FileHeader::decode(&hb[..n]).map_err(|e| match e {
             crate::DecodeError::TooNew { major, minor } => ScanError::TooNew { major, minor },
             other => ScanError::Header(other),
@@ -100,7 +106,10 @@ impl<R: Read> RecordReader<R> {
     }
 
     fn io(&self, e: std::io::Error) -> ScanError {
-        ScanError::Io { offset: self.offset, message: e.to_string() }
+        ScanError::Io {
+            offset: self.offset,
+            message: e.to_string(),
+        }
     }
 
     /// The next valid record, `Ok(None)` at the end (see [`Self::tail`]), or the error that
@@ -125,7 +134,10 @@ impl<R: Read> RecordReader<R> {
             return Ok(None);
         }
         if n < FRAME_HEADER_LEN {
-            self.tail = Some(TailState::Torn { offset: start, len: n as u64 });
+            self.tail = Some(TailState::Torn {
+                offset: start,
+                len: n as u64,
+            });
             return Ok(None);
         }
         let fh = match decode_frame_header(self.seed, &hb) {
@@ -138,7 +150,10 @@ impl<R: Read> RecordReader<R> {
         if m < full.len() - FRAME_HEADER_LEN {
             // The frame promises more bytes than the file holds: only a torn tail can do that,
             // since nothing can follow an incomplete record.
-            self.tail = Some(TailState::Torn { offset: start, len: (FRAME_HEADER_LEN + m) as u64 });
+            self.tail = Some(TailState::Torn {
+                offset: start,
+                len: (FRAME_HEADER_LEN + m) as u64,
+            });
             return Ok(None);
         }
         let stored_chain = match check_record(self.seed, &full) {
@@ -149,26 +164,43 @@ impl<R: Read> RecordReader<R> {
         if fh.seq != self.next_seq {
             self.offset += full.len() as u64;
             if fh.seq < self.next_seq {
-                return Err(ScanError::Forked { seq: fh.seq, offset: start });
+                return Err(ScanError::Forked {
+                    seq: fh.seq,
+                    offset: start,
+                });
             }
-            return Err(ScanError::OutOfOrder { expected: self.next_seq, found: fh.seq, offset: start });
+            return Err(ScanError::OutOfOrder {
+                expected: self.next_seq,
+                found: fh.seq,
+                offset: start,
+            });
         }
         let body_end = full.len() - crate::record::TRAILER_LEN;
         let computed = chain_hash(&self.prev, &full[..body_end]);
         if computed != stored_chain {
-            return Err(ScanError::ChainBroken { seq: fh.seq, offset: start });
+            return Err(ScanError::ChainBroken {
+                seq: fh.seq,
+                offset: start,
+            });
         }
         self.prev = computed;
         self.next_seq += 1;
         self.records += 1;
         self.offset += full.len() as u64;
-        Ok(Some(RecordFrame::new(fh.seq, fh.kind, fh.at_ms, computed, start, full)))
+        Ok(Some(RecordFrame::new(
+            fh.seq, fh.kind, fh.at_ms, computed, start, full,
+        )))
     }
 
     /// The record at `start` did not validate; `have` holds the bytes already read from it.
     /// Decide between a torn tail and mid-file corruption by looking for any later valid
     /// frame header, reading the rest of the file in bounded chunks.
-    fn damaged(&mut self, start: u64, have: Vec<u8>, reason: String) -> Result<Option<RecordFrame>, ScanError> {
+    fn damaged(
+        &mut self,
+        start: u64,
+        have: Vec<u8>,
+        reason: String,
+    ) -> Result<Option<RecordFrame>, ScanError> {
         const CHUNK: usize = 64 * 1024;
         let mut window = have;
         let mut window_off = start; // file offset of window[0]
@@ -181,11 +213,16 @@ impl<R: Read> RecordReader<R> {
             first = false;
             if window.len() >= FRAME_HEADER_LEN {
                 for p in from..=window.len() - FRAME_HEADER_LEN {
-                    let cand: &[u8; FRAME_HEADER_LEN] = window[p..p + FRAME_HEADER_LEN].try_into().unwrap();
+                    let cand: &[u8; FRAME_HEADER_LEN] =
+                        window[p..p + FRAME_HEADER_LEN].try_into().unwrap();
                     if let Ok(fh) = decode_frame_header(self.seed, cand) {
                         if fh.seq >= self.next_seq {
                             let _ = window_off;
-                            return Err(ScanError::Corrupt { seq: self.next_seq, offset: start, reason });
+                            return Err(ScanError::Corrupt {
+                                seq: self.next_seq,
+                                offset: start,
+                                reason,
+                            });
                         }
                     }
                 }
@@ -204,13 +241,22 @@ impl<R: Read> RecordReader<R> {
             // positions 0..keep were already tested as starts only if they had 28 bytes then;
             // re-testing them is harmless.
         }
-        self.tail = Some(TailState::Torn { offset: start, len: total - start });
+        self.tail = Some(TailState::Torn {
+            offset: start,
+            len: total - start,
+        });
         Ok(None)
     }
 
     /// Read to the end and report. Drops the payloads.
     pub fn scan(mut self) -> Result<ScanReport, ScanError> {
         while self.next_record()?.is_some() {}
-        Ok(ScanReport { header: self.header, records: self.records, last_seq: self.last_seq(), head: self.prev, tail: self.tail.expect("set at end") })
+        Ok(ScanReport {
+            header: self.header,
+            records: self.records,
+            last_seq: self.last_seq(),
+            head: self.prev,
+            tail: self.tail.expect("set at end"),
+        })
     }
 }

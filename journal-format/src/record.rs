@@ -76,7 +76,11 @@ impl std::fmt::Display for FrameFault {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             FrameFault::Checksum => write!(f, "record header checksum mismatch"),
-            FrameFault::TooLarge(n) => write!(f, "record length {n} exceeds the cap of {}", crate::MAX_PAYLOAD),
+            FrameFault::TooLarge(n) => write!(
+                f,
+                "record length {n} exceeds the cap of {}",
+                crate::MAX_PAYLOAD
+            ),
             FrameFault::Flags(x) => write!(f, "unknown record flags {x:#06x}"),
         }
     }
@@ -88,7 +92,10 @@ fn crc_seeded(seed: u32, bytes: &[u8]) -> u32 {
 
 /// Decode and check the 28-byte fixed part. The length cap is checked here, before the
 /// caller allocates anything for the payload.
-pub fn decode_frame_header(seed: u32, b: &[u8; FRAME_HEADER_LEN]) -> Result<FrameHeader, FrameFault> {
+pub fn decode_frame_header(
+    seed: u32,
+    b: &[u8; FRAME_HEADER_LEN],
+) -> Result<FrameHeader, FrameFault> {
     let stored = u32::from_le_bytes(b[24..28].try_into().unwrap());
     if crc_seeded(seed, &b[0..24]) != stored {
         return Err(FrameFault::Checksum);
@@ -125,8 +132,22 @@ pub struct RecordFrame {
 }
 
 impl RecordFrame {
-    pub(crate) fn new(seq: u64, kind: u16, at_ms: u64, chain: ChainHash, offset: u64, bytes: Vec<u8>) -> Self {
-        RecordFrame { seq, kind, at_ms, chain, offset, bytes }
+    pub(crate) fn new(
+        seq: u64,
+        kind: u16,
+        at_ms: u64,
+        chain: ChainHash,
+        offset: u64,
+        bytes: Vec<u8>,
+    ) -> Self {
+        RecordFrame {
+            seq,
+            kind,
+            at_ms,
+            chain,
+            offset,
+            bytes,
+        }
     }
     pub fn payload(&self) -> &[u8] {
         &self.bytes[FRAME_HEADER_LEN..self.bytes.len() - TRAILER_LEN]
@@ -150,8 +171,18 @@ pub fn chain_hash(prev: &ChainHash, head_and_payload: &[u8]) -> ChainHash {
 }
 
 /// Encode one record. Returns the bytes and its chain hash (the `prev` of the next record).
-pub fn encode_record(seed: u32, prev: &ChainHash, seq: u64, kind: u16, at_ms: u64, payload: &[u8]) -> Result<(Vec<u8>, ChainHash), DecodeError> {
-    let len: u32 = payload.len().try_into().map_err(|_| DecodeError::TooLarge { len: u32::MAX })?;
+pub fn encode_record(
+    seed: u32,
+    prev: &ChainHash,
+    seq: u64,
+    kind: u16,
+    at_ms: u64,
+    payload: &[u8],
+) -> Result<(Vec<u8>, ChainHash), DecodeError> {
+    let len: u32 = payload
+        .len()
+        .try_into()
+        .map_err(|_| DecodeError::TooLarge { len: u32::MAX })?;
     if len > crate::MAX_PAYLOAD {
         return Err(DecodeError::TooLarge { len });
     }

@@ -17,9 +17,34 @@ fn d(s: &str) -> String {
 
 /// The events of a complete continue-mode replay (2 batches, 2 live steps, max_steps).
 pub fn complete_events() -> Vec<Event> {
-    let call = |id: &str, tool: &str, class: &str| CallSummary { call_id: id.into(), tool: tool.into(), args_digest: d(id), class: class.into() };
-    let fin = |b: u64, c: u64, id: &str, text: &str| ToolCallFinished { batch: b, call: c, call_id: id.into(), exit_code: Some(0), is_error: false, duration_ms: 12, observation_digest: d(text), observation_blob: blake3::hash(text.as_bytes()).to_hex().to_string(), observation_len: text.len() as u64, stale: false, touched: vec![] };
-    let cmp = |b: u64, c: u64, id: &str| ObservationCompared { batch: b, call: c, call_id: id.into(), equal: true, equal_masked: true, diff_digest: None, diff_blob: None };
+    let call = |id: &str, tool: &str, class: &str| CallSummary {
+        call_id: id.into(),
+        tool: tool.into(),
+        args_digest: d(id),
+        class: class.into(),
+    };
+    let fin = |b: u64, c: u64, id: &str, text: &str| ToolCallFinished {
+        batch: b,
+        call: c,
+        call_id: id.into(),
+        exit_code: Some(0),
+        is_error: false,
+        duration_ms: 12,
+        observation_digest: d(text),
+        observation_blob: blake3::hash(text.as_bytes()).to_hex().to_string(),
+        observation_len: text.len() as u64,
+        stale: false,
+        touched: vec![],
+    };
+    let cmp = |b: u64, c: u64, id: &str| ObservationCompared {
+        batch: b,
+        call: c,
+        call_id: id.into(),
+        equal: true,
+        equal_masked: true,
+        diff_digest: None,
+        diff_blob: None,
+    };
     vec![
         Event::RunRequested(RunRequested {
             run_id: "run-golden".into(),
@@ -31,13 +56,23 @@ pub fn complete_events() -> Vec<Event> {
             mode: Mode::Continue,
             after_step: 2,
             max_steps: Some(4),
-            boundary_prompt: Some(PromptFacts { length_chars: 5, sha256: "sha256:2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824".into() }),
+            boundary_prompt: Some(PromptFacts {
+                length_chars: 5,
+                sha256: "sha256:2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
+                    .into(),
+            }),
             source_path: "/src/session.jsonl".into(),
             workspace: "/work".into(),
             state_dir: "/state".into(),
             output_dir: "/out".into(),
             pvisor_version: "0.1.0".into(),
-            model: Some(ModelUpstream { protocol: "scripted".into(), base_url: None, model: None, api_key_env: None, script_digest: Some(d("script")) }),
+            model: Some(ModelUpstream {
+                protocol: "scripted".into(),
+                base_url: None,
+                model: None,
+                api_key_env: None,
+                script_digest: Some(d("script")),
+            }),
         }),
         Event::TrajectoryParsed(TrajectoryParsed {
             source_path: "/src/session.jsonl".into(),
@@ -46,42 +81,242 @@ pub fn complete_events() -> Vec<Event> {
             recorded_version: Some("2.1.332".into()),
             model_turns: 5,
             batches: vec![
-                BatchSummary { index: 1, model_turn: 1, locator: "line:21".into(), calls: vec![call("toolu_a", "Bash", "mutating"), call("toolu_b", "Read", "read_only")], complete: true },
-                BatchSummary { index: 2, model_turn: 2, locator: "line:29".into(), calls: vec![call("toolu_c", "Edit", "mutating")], complete: true },
-                BatchSummary { index: 3, model_turn: 3, locator: "line:42".into(), calls: vec![call("toolu_d", "Bash", "mutating")], complete: true },
+                BatchSummary {
+                    index: 1,
+                    model_turn: 1,
+                    locator: "line:21".into(),
+                    calls: vec![
+                        call("toolu_a", "Bash", "mutating"),
+                        call("toolu_b", "Read", "read_only"),
+                    ],
+                    complete: true,
+                },
+                BatchSummary {
+                    index: 2,
+                    model_turn: 2,
+                    locator: "line:29".into(),
+                    calls: vec![call("toolu_c", "Edit", "mutating")],
+                    complete: true,
+                },
+                BatchSummary {
+                    index: 3,
+                    model_turn: 3,
+                    locator: "line:42".into(),
+                    calls: vec![call("toolu_d", "Bash", "mutating")],
+                    complete: true,
+                },
             ],
             plan_blob: blake3::hash(b"plan").to_hex().to_string(),
         }),
-        Event::BoundaryValidated(BoundaryValidated { after_step: 2, prefix_tool_calls: 3, prefix_model_turns: 2, max_boundary: 3, live_budget: Some(2), stale_calls: vec![] }),
-        Event::SessionWritten(SessionWritten { role: SessionRole::Prepared, path: "/out/native/prepared.jsonl".into(), digest: d("prepared"), records: 20 }),
+        Event::BoundaryValidated(BoundaryValidated {
+            after_step: 2,
+            prefix_tool_calls: 3,
+            prefix_model_turns: 2,
+            max_boundary: 3,
+            live_budget: Some(2),
+            stale_calls: vec![],
+        }),
+        Event::SessionWritten(SessionWritten {
+            role: SessionRole::Prepared,
+            path: "/out/native/prepared.jsonl".into(),
+            digest: d("prepared"),
+            records: 20,
+        }),
         Event::BatchStarted(BatchStarted { batch: 1, calls: 2 }),
-        Event::ToolCallStarted(ToolCallStarted { batch: 1, call: 0, call_id: "toolu_a".into(), tool: "Bash".into(), args_digest: d("toolu_a"), class: "mutating".into() }),
+        Event::ToolCallStarted(ToolCallStarted {
+            batch: 1,
+            call: 0,
+            call_id: "toolu_a".into(),
+            tool: "Bash".into(),
+            args_digest: d("toolu_a"),
+            class: "mutating".into(),
+        }),
         Event::ToolCallFinished(fin(1, 0, "toolu_a", "a.txt")),
         Event::ObservationCompared(cmp(1, 0, "toolu_a")),
-        Event::ToolCallStarted(ToolCallStarted { batch: 1, call: 1, call_id: "toolu_b".into(), tool: "Read".into(), args_digest: d("toolu_b"), class: "read_only".into() }),
+        Event::ToolCallStarted(ToolCallStarted {
+            batch: 1,
+            call: 1,
+            call_id: "toolu_b".into(),
+            tool: "Read".into(),
+            args_digest: d("toolu_b"),
+            class: "read_only".into(),
+        }),
         Event::ToolCallFinished(fin(1, 1, "toolu_b", "1\thi\n")),
         Event::ObservationCompared(cmp(1, 1, "toolu_b")),
-        Event::BatchFinished(BatchFinished { batch: 1, workspace_digest: d("ws1") }),
+        Event::BatchFinished(BatchFinished {
+            batch: 1,
+            workspace_digest: d("ws1"),
+        }),
         Event::BatchStarted(BatchStarted { batch: 2, calls: 1 }),
-        Event::ToolCallStarted(ToolCallStarted { batch: 2, call: 0, call_id: "toolu_c".into(), tool: "Edit".into(), args_digest: d("toolu_c"), class: "mutating".into() }),
-        Event::ToolCallFinished(fin(2, 0, "toolu_c", "The file /work/notes.txt has been updated successfully.")),
+        Event::ToolCallStarted(ToolCallStarted {
+            batch: 2,
+            call: 0,
+            call_id: "toolu_c".into(),
+            tool: "Edit".into(),
+            args_digest: d("toolu_c"),
+            class: "mutating".into(),
+        }),
+        Event::ToolCallFinished(fin(
+            2,
+            0,
+            "toolu_c",
+            "The file /work/notes.txt has been updated successfully.",
+        )),
         Event::ObservationCompared(cmp(2, 0, "toolu_c")),
-        Event::BatchFinished(BatchFinished { batch: 2, workspace_digest: d("ws2") }),
-        Event::SessionWritten(SessionWritten { role: SessionRole::Reconstructed, path: "/out/native/reconstructed.jsonl".into(), digest: d("reconstructed"), records: 30 }),
-        Event::BridgeStarted(BridgeStarted { listen: "127.0.0.1:40001".into(), protocol: "anthropic".into(), upstream: "scripted".into(), prefix_digest: d("prefix"), prefix_items: 6 }),
-        Event::ContinuationStarted(ContinuationStarted { command: vec!["claude".into(), "--resume".into()], agent_version: Some("2.1.332".into()), budget: Some(2), attempt: 1 }),
-        Event::BridgeRequestValidated(BridgeRequestValidated { n: 1, request_digest: d("r1"), prefix_digest: d("prefix"), removed: vec!["claude:resume_text_block".into()], boundary_prompt_injected: true, ok: true, reason: None, side: false }),
-        Event::ContinuationStep(ContinuationStep { n: 1, action_digest: d("a1"), tools: vec!["Bash".into()] }),
-        Event::BridgeRequestValidated(BridgeRequestValidated { n: 2, request_digest: d("r2"), prefix_digest: d("prefix2"), removed: vec![], boundary_prompt_injected: false, ok: true, reason: None, side: false }),
-        Event::ContinuationStep(ContinuationStep { n: 2, action_digest: d("a2"), tools: vec!["Edit".into()] }),
-        Event::AgentExited(AgentExited { status: AgentStatus::MaxSteps, code: Some(0), signal: None, message: None }),
-        Event::SessionWritten(SessionWritten { role: SessionRole::Continued, path: "/out/native/continued.jsonl".into(), digest: d("continued"), records: 40 }),
-        Event::RunFinished(RunFinished { result_digest: d("result") }),
+        Event::BatchFinished(BatchFinished {
+            batch: 2,
+            workspace_digest: d("ws2"),
+        }),
+        Event::SessionWritten(SessionWritten {
+            role: SessionRole::Reconstructed,
+            path: "/out/native/reconstructed.jsonl".into(),
+            digest: d("reconstructed"),
+            records: 30,
+        }),
+        Event::BridgeStarted(BridgeStarted {
+            listen: "127.0.0.1:40001".into(),
+            protocol: "anthropic".into(),
+            upstream: "scripted".into(),
+            prefix_digest: d("prefix"),
+            prefix_items: 6,
+        }),
+        Event::ContinuationStarted(ContinuationStarted {
+            command: vec!["claude".into(), "--resume".into()],
+            agent_version: Some("2.1.332".into()),
+            budget: Some(2),
+            attempt: 1,
+            ..Default::default()
+        }),
+        Event::BridgeRequestValidated(BridgeRequestValidated {
+            n: 1,
+            request_digest: d("r1"),
+            prefix_digest: d("prefix"),
+            removed: vec!["claude:resume_text_block".into()],
+            boundary_prompt_injected: true,
+            ok: true,
+            reason: None,
+            side: false,
+            ..Default::default()
+        }),
+        Event::ContinuationStep(ContinuationStep {
+            n: 1,
+            action_digest: d("a1"),
+            tools: vec!["Bash".into()],
+        }),
+        Event::BridgeRequestValidated(BridgeRequestValidated {
+            n: 2,
+            request_digest: d("r2"),
+            prefix_digest: d("prefix2"),
+            removed: vec![],
+            boundary_prompt_injected: false,
+            ok: true,
+            reason: None,
+            side: false,
+            ..Default::default()
+        }),
+        Event::ContinuationStep(ContinuationStep {
+            n: 2,
+            action_digest: d("a2"),
+            tools: vec!["Edit".into()],
+        }),
+        Event::AgentExited(AgentExited {
+            status: AgentStatus::MaxSteps,
+            code: Some(0),
+            signal: None,
+            message: None,
+        }),
+        Event::SessionWritten(SessionWritten {
+            role: SessionRole::Continued,
+            path: "/out/native/continued.jsonl".into(),
+            digest: d("continued"),
+            records: 40,
+        }),
+        Event::RunFinished(RunFinished {
+            result_digest: d("result"),
+        }),
     ]
 }
 
+/// The header of the format 1.0 vectors (kept forever, byte for byte).
 fn header() -> FileHeader {
-    FileHeader::new(JournalId([0x11; 16]), 1_764_460_800_000)
+    let mut h = FileHeader::new(JournalId([0x11; 16]), 1_764_460_800_000);
+    h.minor = 0;
+    h
+}
+
+/// Format 1.1: a continuation that resumed on another host and day — snapshots neutralized,
+/// a date notice removed by a declared rule — and a request refused with its first
+/// difference and redacted body blob.
+pub fn v1_1_events() -> Vec<Event> {
+    let mut evs = complete_events();
+    evs.truncate(20); // up to and including bridge_started
+    evs.push(Event::ContinuationStarted(ContinuationStarted {
+        command: vec!["claude".into(), "--resume".into()],
+        agent_version: Some("2.1.332".into()),
+        budget: Some(2),
+        attempt: 1,
+        neutralized: vec![
+            Neutralized {
+                fact: "claude:environment.osVersion".into(),
+                recorded: "Linux 6.18.44-a".into(),
+                live: "Linux 6.18.44-b".into(),
+            },
+            Neutralized {
+                fact: "claude:date".into(),
+                recorded: "2026-11-30".into(),
+                live: "2026-12-03".into(),
+            },
+        ],
+    }));
+    evs.push(Event::BridgeRequestValidated(BridgeRequestValidated {
+        n: 1,
+        request_digest: d("r1"),
+        prefix_digest: d("prefix"),
+        removed: vec![
+            "claude:resume_text_block".into(),
+            "claude:date_change_notice".into(),
+        ],
+        boundary_prompt_injected: false,
+        ok: true,
+        reason: None,
+        side: false,
+        removed_items: vec![
+            RemovedItem {
+                kind: "claude:resume_text_block".into(),
+                digest: d("nonce"),
+            },
+            RemovedItem {
+                kind: "claude:date_change_notice".into(),
+                digest: d("notice"),
+            },
+        ],
+        ..Default::default()
+    }));
+    evs.push(Event::BridgeRequestValidated(BridgeRequestValidated {
+        n: 2,
+        request_digest: d("r2"),
+        prefix_digest: d("prefix"),
+        removed: vec![],
+        boundary_prompt_injected: false,
+        ok: false,
+        reason: Some("the request does not continue the expected prefix".into()),
+        side: false,
+        removed_items: vec![],
+        refused_request_blob: Some(blake3::hash(b"refused").to_hex().to_string()),
+        difference: Some("1 message after O′N: role=system, text begins `# Environment`".into()),
+    }));
+    evs.push(Event::AgentExited(AgentExited {
+        status: AgentStatus::Failed,
+        code: Some(1),
+        signal: None,
+        message: Some("bridge refused".into()),
+    }));
+    evs.push(Event::RunFailed(RunFailed {
+        category: "continuation_error".into(),
+        message: "bridge refused".into(),
+        retryable: false,
+    }));
+    evs
 }
 
 fn encode(header: &FileHeader, events: &[Event]) -> Vec<u8> {
@@ -110,19 +345,36 @@ fn vectors() -> Vec<(&'static str, Vec<u8>)> {
     torn.truncate(complete.len() - 10);
     let mut flip = complete.clone();
     flip[offs[4] as usize + 40] ^= 0x04; // inside the payload of seq 5
-    // forked: seq 1..6, then a second, different seq 6 whose chain links to seq 5.
+                                         // forked: seq 1..6, then a second, different seq 6 whose chain links to seq 5.
     let evs = complete_events();
     let mut forked = encode(&header(), &evs[..6]);
     let mut enc = Encoder::new(&header());
     for (i, e) in evs[..5].iter().enumerate() {
         enc.encode(e, 1_764_460_800_000 + 1000 * i as u64).unwrap();
     }
-    let alt = Event::ToolCallStarted(ToolCallStarted { batch: 1, call: 0, call_id: "toolu_a".into(), tool: "Bash".into(), args_digest: d("other"), class: "mutating".into() });
+    let alt = Event::ToolCallStarted(ToolCallStarted {
+        batch: 1,
+        call: 0,
+        call_id: "toolu_a".into(),
+        tool: "Bash".into(),
+        args_digest: d("other"),
+        class: "mutating".into(),
+    });
     forked.extend(enc.encode(&alt, 1_764_460_805_500).unwrap());
     let mut newer = header();
     newer.major = journal_format::FORMAT_MAJOR + 1;
     let newer_bytes = encode(&newer, &evs[..2]);
-    vec![("complete", complete), ("torn-tail", torn), ("bitflip", flip), ("forked", forked), ("newer-major", newer_bytes)]
+    let mut h11 = header();
+    h11.minor = 1;
+    let v11 = encode(&h11, &v1_1_events());
+    vec![
+        ("complete", complete),
+        ("torn-tail", torn),
+        ("bitflip", flip),
+        ("forked", forked),
+        ("newer-major", newer_bytes),
+        ("complete-1.1", v11),
+    ]
 }
 
 #[test]
@@ -134,7 +386,12 @@ fn golden_vectors_are_byte_identical() {
             std::fs::write(&p, &bytes).unwrap();
             continue;
         }
-        let on_disk = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e} (run with PVISOR_BLESS=1 once to create it)", p.display()));
+        let on_disk = std::fs::read(&p).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e} (run with PVISOR_BLESS=1 once to create it)",
+                p.display()
+            )
+        });
         assert!(on_disk == bytes, "{}: the codec no longer writes the committed bytes; a format change needs a version bump and an explicit PVISOR_BLESS=1", p.display());
     }
 }
@@ -148,7 +405,9 @@ fn classify(bytes: &[u8]) -> (String, Option<u64>, Option<u64>) {
     match rr.scan() {
         Ok(rep) => match rep.tail {
             TailState::Clean { .. } => ("intact".into(), Some(rep.last_seq), None),
-            TailState::Torn { offset, .. } => ("torn_tail".into(), Some(rep.last_seq + 1), Some(offset)),
+            TailState::Torn { offset, .. } => {
+                ("torn_tail".into(), Some(rep.last_seq + 1), Some(offset))
+            }
         },
         Err(e @ ScanError::Forked { .. }) => ("forked".into(), e.seq(), e.offset()),
         Err(e) => ("corrupt".into(), e.seq(), e.offset()),
@@ -159,7 +418,10 @@ fn classify(bytes: &[u8]) -> (String, Option<u64>, Option<u64>) {
 fn golden_vectors_scan_as_expected() {
     for (name, _) in vectors() {
         let bytes = std::fs::read(dir().join(format!("{name}.pvj"))).unwrap();
-        let expect: serde_json::Value = serde_json::from_slice(&std::fs::read(dir().join(format!("{name}.expect.json"))).unwrap()).unwrap();
+        let expect: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(dir().join(format!("{name}.expect.json"))).unwrap(),
+        )
+        .unwrap();
         let (status, seq, offset) = classify(&bytes);
         assert_eq!(status, expect["status"].as_str().unwrap(), "{name}");
         assert_eq!(seq, expect["seq"].as_u64(), "{name} seq");
@@ -176,4 +438,21 @@ fn every_event_of_the_complete_vector_decodes_back() {
         got.push(Event::decode(r.kind, r.payload()).unwrap());
     }
     assert_eq!(got, complete_events());
+}
+
+#[test]
+fn the_1_1_vector_decodes_back_and_1_0_events_encode_as_before() {
+    let bytes = std::fs::read(dir().join("complete-1.1.pvj")).unwrap();
+    let rr = RecordReader::open(&bytes[..]).unwrap();
+    assert_eq!(rr.header().minor, 1);
+    let mut rr = rr;
+    let mut got = vec![];
+    while let Some(r) = rr.next_record().unwrap() {
+        got.push(Event::decode(r.kind, r.payload()).unwrap());
+    }
+    assert_eq!(got, v1_1_events());
+    // An event without the 1.1 fields has the 1.0 encoding (no new keys on the wire).
+    let old = &complete_events()[20];
+    let payload = old.encode_payload();
+    assert!(!String::from_utf8_lossy(&payload).contains("neutralized"));
 }

@@ -161,7 +161,11 @@ pub enum AdapterError {
     #[error("{0}")]
     Trajectory(#[from] crate::error::TrajectoryError),
     #[error("i/o error on {path}: {source}")]
-    Io { path: PathBuf, #[source] source: std::io::Error },
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("unsupported: {0}")]
     Unsupported(String),
     #[error("continuation failed: {0}")]
@@ -178,7 +182,11 @@ pub trait Adapter: Send + Sync {
     /// How a call may be treated (refused, re-run after a crash…).
     fn classify(&self, call: &ToolCall) -> ToolClass;
     /// Re-execute one call in the sandbox with the agent's semantics and output format.
-    fn execute(&self, call: &ToolCall, ctx: &ExecContext) -> Result<ToolOutcome, crate::error::ExecError>;
+    fn execute(
+        &self,
+        call: &ToolCall,
+        ctx: &ExecContext,
+    ) -> Result<ToolOutcome, crate::error::ExecError>;
     /// The observation text with dynamic fields (wall times, chunk ids…) masked, so that
     /// comparisons report equality of the rest. Identity by default.
     fn mask_dynamic(&self, _call: &ToolCall, text: &str) -> String {
@@ -189,7 +197,12 @@ pub trait Adapter: Send + Sync {
     /// Called once per process before the first tool call is executed, with the calls the
     /// journal says completed (in order) and their recorded observations, so adapters whose
     /// tools keep state across calls (files read, shell cwd) can rebuild it after a crash.
-    fn begin_replay(&self, _plan: &Plan, _ctx: &ExecContext, _completed: &[(ToolCall, Observation)]) -> Result<(), AdapterError> {
+    fn begin_replay(
+        &self,
+        _plan: &Plan,
+        _ctx: &ExecContext,
+        _completed: &[(ToolCall, Observation)],
+    ) -> Result<(), AdapterError> {
         Ok(())
     }
     /// Called before the calls of a batch execute.
@@ -198,15 +211,32 @@ pub trait Adapter: Send + Sync {
     /// continued that session: writes the artifact copy only, never the agent's native file
     /// (it holds the live turns now) nor anything in the workspace.
     fn rebuild_for_resume(&self, _req: &RebuildRequest) -> Result<RebuiltSession, AdapterError> {
-        Err(AdapterError::Unsupported(format!("resuming a `{}` continuation is not implemented", self.name())))
+        Err(AdapterError::Unsupported(format!(
+            "resuming a `{}` continuation is not implemented",
+            self.name()
+        )))
     }
     /// The continuation of a rebuilt session with the real agent.
-    fn continuation(&self, _req: &ContinueRequest) -> Result<Box<dyn crate::continuation::ContinuationAgent>, AdapterError> {
-        Err(AdapterError::Unsupported(format!("continuing `{}` is not implemented", self.name())))
+    fn continuation(
+        &self,
+        _req: &ContinueRequest,
+    ) -> Result<Box<dyn crate::continuation::ContinuationAgent>, AdapterError> {
+        Err(AdapterError::Unsupported(format!(
+            "continuing `{}` is not implemented",
+            self.name()
+        )))
     }
     /// The model replies to compare: A(N+1) of the original trajectory, and A′(N+1), the
     /// first live reply in the continued session.
-    fn next_actions(&self, _source: &Path, _after_step: usize, _continued: Option<&Path>) -> (Option<crate::compare::next_action::Action>, Option<crate::compare::next_action::Action>) {
+    fn next_actions(
+        &self,
+        _source: &Path,
+        _after_step: usize,
+        _continued: Option<&Path>,
+    ) -> (
+        Option<crate::compare::next_action::Action>,
+        Option<crate::compare::next_action::Action>,
+    ) {
         (None, None)
     }
 }

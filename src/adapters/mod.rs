@@ -22,8 +22,18 @@ pub fn by_name(name: &str) -> Result<Box<dyn Adapter>, UnsupportedAgent> {
         "claude-code" => Ok(Box::new(claude_code::agent::ClaudeCode::default())),
         "codex" => Ok(Box::new(codex::agent::Codex::default())),
         _ => match capabilities::lookup(name) {
-            Some(c) => Err(UnsupportedAgent::NotYet { agent: c.agent.into(), what: "replay" }),
-            None => Err(UnsupportedAgent::Unknown(name.into(), capabilities::TABLE.iter().map(|c| c.agent).collect::<Vec<_>>().join(", "))),
+            Some(c) => Err(UnsupportedAgent::NotYet {
+                agent: c.agent.into(),
+                what: "replay",
+            }),
+            None => Err(UnsupportedAgent::Unknown(
+                name.into(),
+                capabilities::TABLE
+                    .iter()
+                    .map(|c| c.agent)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            )),
         },
     }
 }

@@ -78,7 +78,12 @@ pub struct AuditReport {
 }
 
 fn finding(check: &str, severity: &str, message: impl Into<String>, seq: Option<u64>) -> Finding {
-    Finding { check: check.into(), severity: severity.into(), message: message.into(), seq }
+    Finding {
+        check: check.into(),
+        severity: severity.into(),
+        message: message.into(),
+        seq,
+    }
 }
 
 /// Does any substring of `text` of `len` chars hash to `sha` (`sha256:<hex>`)?
@@ -86,7 +91,11 @@ fn contains_hashed(text: &str, len: usize, sha: &str) -> bool {
     if len == 0 {
         return false;
     }
-    let idx: Vec<usize> = text.char_indices().map(|(i, _)| i).chain(std::iter::once(text.len())).collect();
+    let idx: Vec<usize> = text
+        .char_indices()
+        .map(|(i, _)| i)
+        .chain(std::iter::once(text.len()))
+        .collect();
     if idx.len() <= len {
         return false;
     }
@@ -105,10 +114,16 @@ fn text_files(dir: &Path, out: &mut Vec<PathBuf>) {
         for e in rd.flatten() {
             let p = e.path();
             if p.is_dir() {
-                if p.file_name().map(|n| n != "blobs" && n != "agent-home").unwrap_or(true) {
+                if p.file_name()
+                    .map(|n| n != "blobs" && n != "agent-home")
+                    .unwrap_or(true)
+                {
                     text_files(&p, out);
                 }
-            } else if std::fs::metadata(&p).map(|m| m.len() < 64 * 1024 * 1024).unwrap_or(false) {
+            } else if std::fs::metadata(&p)
+                .map(|m| m.len() < 64 * 1024 * 1024)
+                .unwrap_or(false)
+            {
                 out.push(p);
             }
         }
@@ -159,12 +174,33 @@ pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalErro
     if let Some(b) = &state.boundary {
         if let Some(live) = b.live_budget {
             if state.steps.len() as u64 > live {
-                findings.push(finding("budget", "error", format!("{} live steps exceed the budget of {live}", state.steps.len()), None));
+                findings.push(finding(
+                    "budget",
+                    "error",
+                    format!(
+                        "{} live steps exceed the budget of {live}",
+                        state.steps.len()
+                    ),
+                    None,
+                ));
                 budget = "failed".into();
             }
         }
-        if state.phase.is_terminal() && state.failure.is_none() && state.batch_digests.len() as u64 != b.after_step && state.mode() != Some(journal_format::event::Mode::PrepareOnly) {
-            findings.push(finding("budget", "error", format!("{} batches replayed, boundary is {}", state.batch_digests.len(), b.after_step), None));
+        if state.phase.is_terminal()
+            && state.failure.is_none()
+            && state.batch_digests.len() as u64 != b.after_step
+            && state.mode() != Some(journal_format::event::Mode::PrepareOnly)
+        {
+            findings.push(finding(
+                "budget",
+                "error",
+                format!(
+                    "{} batches replayed, boundary is {}",
+                    state.batch_digests.len(),
+                    b.after_step
+                ),
+                None,
+            ));
             budget = "failed".into();
         }
     }
@@ -173,30 +209,73 @@ pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalErro
     if !state.continuations.is_empty() || state.bridge.started.is_some() {
         bridge = "ok".into();
         if state.bridge.rejected > 0 {
-            findings.push(finding("bridge", "error", format!("{} model requests were rejected by the bridge", state.bridge.rejected), None));
+            findings.push(finding(
+                "bridge",
+                "error",
+                format!(
+                    "{} model requests were rejected by the bridge",
+                    state.bridge.rejected
+                ),
+                None,
+            ));
             bridge = "failed".into();
         }
         if state.bridge.first_request_ok != Some(true) && !state.steps.is_empty() {
-            findings.push(finding("bridge", "error", "no receipt shows the first continuation request ending at O′N", None));
+            findings.push(finding(
+                "bridge",
+                "error",
+                "no receipt shows the first continuation request ending at O′N",
+                None,
+            ));
             bridge = "failed".into();
         }
         if (state.steps.len() as u64) > state.bridge.validated {
-            findings.push(finding("bridge", "error", format!("{} live steps but only {} validated requests: a request bypassed validation", state.steps.len(), state.bridge.validated), None));
+            findings.push(finding(
+                "bridge",
+                "error",
+                format!(
+                    "{} live steps but only {} validated requests: a request bypassed validation",
+                    state.steps.len(),
+                    state.bridge.validated
+                ),
+                None,
+            ));
             bridge = "failed".into();
         }
-        let requested = state.request.as_ref().and_then(|r| r.boundary_prompt.as_ref()).is_some();
+        let requested = state
+            .request
+            .as_ref()
+            .and_then(|r| r.boundary_prompt.as_ref())
+            .is_some();
         if requested && !state.steps.is_empty() && state.bridge.injections != 1 {
-            findings.push(finding("bridge", "error", format!("boundary prompt injected {} times (expected exactly once)", state.bridge.injections), None));
+            findings.push(finding(
+                "bridge",
+                "error",
+                format!(
+                    "boundary prompt injected {} times (expected exactly once)",
+                    state.bridge.injections
+                ),
+                None,
+            ));
             bridge = "failed".into();
         }
     }
     // blobs
     let mut blob_status = "ok".to_string();
     for c in state.calls.values() {
-        let refs = c.finished.iter().map(|f| f.observation_blob.clone()).chain(c.compared.iter().filter_map(|x| x.diff_blob.clone()));
+        let refs = c
+            .finished
+            .iter()
+            .map(|f| f.observation_blob.clone())
+            .chain(c.compared.iter().filter_map(|x| x.diff_blob.clone()));
         for r in refs {
             if let Err(e) = blobs.get_verified(&r) {
-                findings.push(finding("blobs", "error", format!("blob {r} of batch {} call {}: {e}", c.batch, c.call), None));
+                findings.push(finding(
+                    "blobs",
+                    "error",
+                    format!("blob {r} of batch {} call {}: {e}", c.batch, c.call),
+                    None,
+                ));
                 blob_status = "failed".into();
             }
         }
@@ -208,20 +287,48 @@ pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalErro
         text_files(o, &mut files);
     }
     let mut privacy = "ok".to_string();
-    let prompt = state.request.as_ref().and_then(|r| r.boundary_prompt.clone());
-    let key = state.request.as_ref().and_then(|r| r.model.as_ref()).and_then(|m| m.api_key_env.clone()).and_then(|n| std::env::var(n).ok()).filter(|k| k.len() >= 8);
-    let export: String = events.iter().map(|e| crate::report::export::export_line(e).to_string() + "\n").collect();
+    let prompt = state
+        .request
+        .as_ref()
+        .and_then(|r| r.boundary_prompt.clone());
+    let key = state
+        .request
+        .as_ref()
+        .and_then(|r| r.model.as_ref())
+        .and_then(|m| m.api_key_env.clone())
+        .and_then(|n| std::env::var(n).ok())
+        .filter(|k| k.len() >= 8);
+    let export: String = events
+        .iter()
+        .map(|e| crate::report::export::export_line(e).to_string() + "\n")
+        .collect();
     for f in &files {
-        let text = if f == &file { export.clone() } else { std::fs::read(f).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default() };
+        let text = if f == &file {
+            export.clone()
+        } else {
+            std::fs::read(f)
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_default()
+        };
         if let Some(p) = &prompt {
             if contains_hashed(&text, p.length_chars as usize, &p.sha256) {
-                findings.push(finding("privacy", "error", format!("the boundary prompt's plaintext appears in {}", f.display()), None));
+                findings.push(finding(
+                    "privacy",
+                    "error",
+                    format!("the boundary prompt's plaintext appears in {}", f.display()),
+                    None,
+                ));
                 privacy = "failed".into();
             }
         }
         if let Some(k) = &key {
             if text.contains(k.as_str()) {
-                findings.push(finding("privacy", "error", format!("the API key appears in {}", f.display()), None));
+                findings.push(finding(
+                    "privacy",
+                    "error",
+                    format!("the API key appears in {}", f.display()),
+                    None,
+                ));
                 privacy = "failed".into();
             }
         }
@@ -234,11 +341,21 @@ pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalErro
             match serde_json::from_slice::<serde_json::Value>(&b) {
                 Ok(v) if v == derived => result_file = "matches_fold".into(),
                 Ok(_) => {
-                    findings.push(finding("result", "error", "result.json differs from the result folded from the journal", None));
+                    findings.push(finding(
+                        "result",
+                        "error",
+                        "result.json differs from the result folded from the journal",
+                        None,
+                    ));
                     result_file = "differs".into();
                 }
                 Err(e) => {
-                    findings.push(finding("result", "error", format!("result.json does not parse: {e}"), None));
+                    findings.push(finding(
+                        "result",
+                        "error",
+                        format!("result.json does not parse: {e}"),
+                        None,
+                    ));
                     result_file = "invalid".into();
                 }
             }
@@ -247,7 +364,12 @@ pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalErro
     if let Some(f) = &state.finished {
         let d = crate::engine::result_digest(&state);
         if d != f.result_digest {
-            findings.push(finding("result", "warning", "run_finished's result digest differs from the fold's result", None));
+            findings.push(finding(
+                "result",
+                "warning",
+                "run_finished's result digest differs from the fold's result",
+                None,
+            ));
         }
     }
     let calls = state
@@ -273,14 +395,35 @@ pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalErro
                 duration_ms: c.finished.as_ref().map(|f| f.duration_ms),
                 observation: observation.into(),
                 observation_digest: c.finished.as_ref().map(|f| f.observation_digest.clone()),
-                diff: c.compared.as_ref().and_then(|x| x.diff_blob.as_ref()).and_then(|b| blobs.get(b).ok()).map(|b| String::from_utf8_lossy(&b).into_owned()),
+                diff: c
+                    .compared
+                    .as_ref()
+                    .and_then(|x| x.diff_blob.as_ref())
+                    .and_then(|b| blobs.get(b).ok())
+                    .map(|b| String::from_utf8_lossy(&b).into_owned()),
                 starts: c.starts,
                 in_doubt_decisions: c.in_doubt_decisions.clone(),
             }
         })
         .collect();
-    let steps = state.steps.iter().map(|s| StepReport { n: s.n, action_digest: s.action_digest.clone(), tools: s.tools.clone() }).collect();
-    let superseded_steps = state.superseded_steps.iter().map(|s| StepReport { n: s.n, action_digest: s.action_digest.clone(), tools: s.tools.clone() }).collect();
+    let steps = state
+        .steps
+        .iter()
+        .map(|s| StepReport {
+            n: s.n,
+            action_digest: s.action_digest.clone(),
+            tools: s.tools.clone(),
+        })
+        .collect();
+    let superseded_steps = state
+        .superseded_steps
+        .iter()
+        .map(|s| StepReport {
+            n: s.n,
+            action_digest: s.action_digest.clone(),
+            tools: s.tools.clone(),
+        })
+        .collect();
     let timeline = events
         .iter()
         .map(|e| serde_json::json!({ "seq": e.seq, "at": crate::report::export::rfc3339(e.at_ms), "event": e.event.name(), "summary": crate::report::summary(&e.event) }))
@@ -296,7 +439,15 @@ pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalErro
         ok,
         events: events.len() as u64,
         head,
-        checks: Checks { integrity, order, budget, privacy, bridge, blobs: blob_status, result_file },
+        checks: Checks {
+            integrity,
+            order,
+            budget,
+            privacy,
+            bridge,
+            blobs: blob_status,
+            result_file,
+        },
         findings,
         run: derived,
         calls,

@@ -16,7 +16,11 @@ pub fn find_runs(root: &Path) -> Vec<PathBuf> {
             return;
         }
         if let Ok(rd) = std::fs::read_dir(d) {
-            let mut subs: Vec<PathBuf> = rd.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
+            let mut subs: Vec<PathBuf> = rd
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect();
             subs.sort();
             for s in subs {
                 walk(&s, depth - 1, out);
@@ -58,7 +62,12 @@ fn pct(sorted: &[u64], p: f64) -> Option<u64> {
 /// The aggregated summary.
 pub fn summarize(all: &[(PathBuf, Result<AuditReport, String>)]) -> serde_json::Value {
     let count = |k: &str, m: &mut BTreeMap<String, u64>| *m.entry(k.to_string()).or_default() += 1;
-    let (mut phases, mut qualities, mut statuses, mut failures) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
+    let (mut phases, mut qualities, mut statuses, mut failures) = (
+        BTreeMap::new(),
+        BTreeMap::new(),
+        BTreeMap::new(),
+        BTreeMap::new(),
+    );
     let (mut ok, mut unreadable, mut equal, mut compared) = (0u64, 0u64, 0u64, 0u64);
     let mut durations = vec![];
     let mut failed_runs = vec![];
@@ -76,12 +85,18 @@ pub fn summarize(all: &[(PathBuf, Result<AuditReport, String>)]) -> serde_json::
                 }
                 count(r.run["phase"].as_str().unwrap_or("none"), &mut phases);
                 count(r.run["quality"].as_str().unwrap_or("none"), &mut qualities);
-                count(r.run["agent_status"].as_str().unwrap_or("none"), &mut statuses);
+                count(
+                    r.run["agent_status"].as_str().unwrap_or("none"),
+                    &mut statuses,
+                );
                 if let Some(c) = r.run["failure"]["category"].as_str() {
                     count(c, &mut failures);
                 }
                 for c in &r.calls {
-                    if c.observation != "in_doubt" && c.observation != "not_compared" && c.observation != "stale" {
+                    if c.observation != "in_doubt"
+                        && c.observation != "not_compared"
+                        && c.observation != "stale"
+                    {
                         compared += 1;
                         if c.observation == "equal" || c.observation == "equal_except_dynamic" {
                             equal += 1;

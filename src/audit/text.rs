@@ -9,9 +9,18 @@ pub fn render(r: &AuditReport) -> String {
     let run = &r.run;
     let _ = writeln!(s, "audit of {}", r.journal);
     let _ = writeln!(s, "verdict: {}", if r.ok { "OK" } else { "FAILED" });
-    let _ = writeln!(s, "events: {}  head: {}", r.events, r.head.as_deref().unwrap_or("-"));
+    let _ = writeln!(
+        s,
+        "events: {}  head: {}",
+        r.events,
+        r.head.as_deref().unwrap_or("-")
+    );
     let c = &r.checks;
-    let _ = writeln!(s, "checks: integrity={} order={} budget={} privacy={} bridge={} blobs={} result.json={}", c.integrity, c.order, c.budget, c.privacy, c.bridge, c.blobs, c.result_file);
+    let _ = writeln!(
+        s,
+        "checks: integrity={} order={} budget={} privacy={} bridge={} blobs={} result.json={}",
+        c.integrity, c.order, c.budget, c.privacy, c.bridge, c.blobs, c.result_file
+    );
     let _ = writeln!(
         s,
         "run: {} agent={} after_step={} phase={} quality={} agent_status={} replayed_calls={} live_steps={}",
@@ -25,17 +34,33 @@ pub fn render(r: &AuditReport) -> String {
         run["continued_steps"],
     );
     if let Some(f) = run["failure"].as_object() {
-        let _ = writeln!(s, "failure: {}: {}", f["category"].as_str().unwrap_or(""), f["message"].as_str().unwrap_or(""));
+        let _ = writeln!(
+            s,
+            "failure: {}: {}",
+            f["category"].as_str().unwrap_or(""),
+            f["message"].as_str().unwrap_or("")
+        );
     }
     if !r.findings.is_empty() {
         let _ = writeln!(s, "\nfindings:");
         for f in &r.findings {
-            let _ = writeln!(s, "  [{}] {}: {}{}", f.severity, f.check, f.message, f.seq.map(|q| format!(" (seq {q})")).unwrap_or_default());
+            let _ = writeln!(
+                s,
+                "  [{}] {}: {}{}",
+                f.severity,
+                f.check,
+                f.message,
+                f.seq.map(|q| format!(" (seq {q})")).unwrap_or_default()
+            );
         }
     }
     if !r.calls.is_empty() {
         let _ = writeln!(s, "\nreplayed tool calls:");
-        let _ = writeln!(s, "  {:<5} {:<4} {:<14} {:<28} {:>5} {:>8}  observation", "batch", "call", "tool", "call id", "exit", "ms");
+        let _ = writeln!(
+            s,
+            "  {:<5} {:<4} {:<14} {:<28} {:>5} {:>8}  observation",
+            "batch", "call", "tool", "call id", "exit", "ms"
+        );
         for c in &r.calls {
             let _ = writeln!(
                 s,
@@ -44,10 +69,18 @@ pub fn render(r: &AuditReport) -> String {
                 c.call,
                 c.tool,
                 c.call_id,
-                c.exit_code.map(|x| x.to_string()).unwrap_or_else(|| "-".into()),
-                c.duration_ms.map(|x| x.to_string()).unwrap_or_else(|| "-".into()),
+                c.exit_code
+                    .map(|x| x.to_string())
+                    .unwrap_or_else(|| "-".into()),
+                c.duration_ms
+                    .map(|x| x.to_string())
+                    .unwrap_or_else(|| "-".into()),
                 c.observation,
-                if c.in_doubt_decisions.is_empty() { String::new() } else { format!(" (in doubt: {})", c.in_doubt_decisions.join(", ")) }
+                if c.in_doubt_decisions.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (in doubt: {})", c.in_doubt_decisions.join(", "))
+                }
             );
             if let Some(d) = &c.diff {
                 for line in d.lines() {
@@ -59,13 +92,28 @@ pub fn render(r: &AuditReport) -> String {
     if !r.steps.is_empty() {
         let _ = writeln!(s, "\ncontinuation steps:");
         for st in &r.steps {
-            let _ = writeln!(s, "  step {:<3} {}  {}", st.n, &st.action_digest[..st.action_digest.len().min(19)], st.tools.join(", "));
+            let _ = writeln!(
+                s,
+                "  step {:<3} {}  {}",
+                st.n,
+                &st.action_digest[..st.action_digest.len().min(19)],
+                st.tools.join(", ")
+            );
         }
     }
     if !r.superseded_steps.is_empty() {
-        let _ = writeln!(s, "\nsuperseded live steps (replaced by a resumed attempt):");
+        let _ = writeln!(
+            s,
+            "\nsuperseded live steps (replaced by a resumed attempt):"
+        );
         for st in &r.superseded_steps {
-            let _ = writeln!(s, "  step {:<3} {}  {}", st.n, &st.action_digest[..st.action_digest.len().min(19)], st.tools.join(", "));
+            let _ = writeln!(
+                s,
+                "  step {:<3} {}  {}",
+                st.n,
+                &st.action_digest[..st.action_digest.len().min(19)],
+                st.tools.join(", ")
+            );
         }
     }
     s

@@ -115,19 +115,31 @@ mod tests {
     #[test]
     fn sorted_compact() {
         let v = json!({"b": 1, "a": [true, null, {"d": "x\ny", "c": 2.5}], "é": "ü"});
-        assert_eq!(to_canonical_string(&v), r#"{"a":[true,null,{"c":2.5,"d":"x\ny"}],"b":1,"é":"ü"}"#);
+        assert_eq!(
+            to_canonical_string(&v),
+            r#"{"a":[true,null,{"c":2.5,"d":"x\ny"}],"b":1,"é":"ü"}"#
+        );
     }
 
     #[test]
     fn message_canonical_form() {
         let a = json!({"role": "system", "content": "hello"});
         let b = json!({"role": "system", "content": [{"type": "text", "text": "hello", "cache_control": {"type": "ephemeral"}}]});
-        assert_eq!(canonical_anthropic_message(&a), canonical_anthropic_message(&b));
-        assert_eq!(message_digest(&canonical_anthropic_message(&a)), message_digest(&canonical_anthropic_message(&b)));
+        assert_eq!(
+            canonical_anthropic_message(&a),
+            canonical_anthropic_message(&b)
+        );
+        assert_eq!(
+            message_digest(&canonical_anthropic_message(&a)),
+            message_digest(&canonical_anthropic_message(&b))
+        );
     }
 
     #[test]
     fn control_characters_escape_like_javascript() {
-        assert_eq!(to_canonical_string(&json!("\u{1}\t/\u{7f}")), "\"\\u0001\\t/\u{7f}\"");
+        assert_eq!(
+            to_canonical_string(&json!("\u{1}\t/\u{7f}")),
+            "\"\\u0001\\t/\u{7f}\""
+        );
     }
 }

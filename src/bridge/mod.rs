@@ -24,6 +24,7 @@
 //! connection. The bridge keeps no request or response bodies, only digests.
 
 pub mod canonical;
+pub mod difference;
 mod server;
 pub mod sse;
 pub mod translate;
@@ -104,6 +105,9 @@ pub struct BridgeConfig {
     /// Set when the continuation is resumed after a crash (attempt 2, 3…): `prefix` is then
     /// the longer prefix (rebuilt prefix + the live turns already in the agent's session).
     pub resume: Option<BridgeResume>,
+    /// The run's state directory: a refused request's body is kept in its blob store
+    /// (secrets redacted) and named by the journaled validation. `None`: not kept.
+    pub refused_blobs: Option<std::path::PathBuf>,
 }
 
 /// A resumed continuation (see `docs/resume.md`).
@@ -239,15 +243,24 @@ pub fn random_key() -> String {
 
 /// Start the bridge on 127.0.0.1. Facts arrive on the returned receiver; each must be
 /// acknowledged (see [`BridgeNotice`]). Dropping the receiver makes every request fail.
-pub async fn start(cfg: BridgeConfig) -> Result<(BridgeHandle, mpsc::UnboundedReceiver<BridgeNotice>), BridgeError> {
+pub async fn start(
+    cfg: BridgeConfig,
+) -> Result<(BridgeHandle, mpsc::UnboundedReceiver<BridgeNotice>), BridgeError> {
     let base = cfg.upstream.base_url.trim_end_matches('/').to_string();
     if !base.starts_with("http://") && !base.starts_with("https://") {
-        return Err(BridgeError::Config(format!("upstream {base:?}: the URL must start with http:// or https://")));
+        return Err(BridgeError::Config(format!(
+            "upstream {base:?}: the URL must start with http:// or https://"
+        )));
     }
     if cfg.protocol == AgentProtocol::OpenAiResponses && cfg.upstream.mode != UpstreamMode::Native {
-        return Err(BridgeError::Config("the OpenAI Responses protocol is only passed through natively".into()));
+        return Err(BridgeError::Config(
+            "the OpenAI Responses protocol is only passed through natively".into(),
+        ));
     }
-    if let TransportRule::ClaudeResumeText { text } | TransportRule::TrailingUserMessage { text } | TransportRule::CodexResume { text } = &cfg.transport {
+    if let TransportRule::ClaudeResumeText { text }
+    | TransportRule::TrailingUserMessage { text }
+    | TransportRule::CodexResume { text } = &cfg.transport
+    {
         if text.is_empty() {
             return Err(BridgeError::Config("empty transport text".into()));
         }
@@ -255,20 +268,37 @@ pub async fn start(cfg: BridgeConfig) -> Result<(BridgeHandle, mpsc::UnboundedRe
     let key = cfg.key.clone().unwrap_or_else(random_key);
     let listener = tokio::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, cfg.port))
         .await
-        .map_err(|source| BridgeError::Bind { port: cfg.port, source })?;
-    let addr = listener.local_addr().map_err(|source| BridgeError::Bind { port: cfg.port, source })?;
+        .map_err(|source| BridgeError::Bind {
+            port: cfg.port,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| BridgeError::Bind {
+        port: cfg.port,
+        source,
+    })?;
     let (tx, rx) = mpsc::unbounded_channel();
     let mut cfg = cfg;
     cfg.upstream.base_url = base;
     let shared = Arc::new(server::Shared::new(cfg, key.clone(), tx));
     let (stop, stop_rx) = watch::channel(false);
     let task = tokio::spawn(server::accept_loop(listener, shared.clone(), stop_rx));
-    Ok((BridgeHandle { addr, key, shared, stop, task: Some(task) }, rx))
+    Ok((
+        BridgeHandle {
+            addr,
+            key,
+            shared,
+            stop,
+            task: Some(task),
+        },
+        rx,
+    ))
 }
 
 /// Acknowledge every notice (for callers that do not journal, e.g. tests) and collect the
 /// events; the task ends when the bridge is gone.
-pub fn auto_ack(mut rx: mpsc::UnboundedReceiver<BridgeNotice>) -> (Arc<Mutex<Vec<Event>>>, JoinHandle<()>) {
+pub fn auto_ack(
+    mut rx: mpsc::UnboundedReceiver<BridgeNotice>,
+) -> (Arc<Mutex<Vec<Event>>>, JoinHandle<()>) {
     let events = Arc::new(Mutex::new(Vec::new()));
     let ev = events.clone();
     let task = tokio::spawn(async move {

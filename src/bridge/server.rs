@@ -2,7 +2,9 @@
 
 use super::canonical::{blake3_digest, canonical_anthropic_message, message_digest, prefix_digest};
 use super::sse::{anthropic_message_tools, anthropic_tool_start, SseScanner};
-use super::transport::{apply_removal, text_block_remains, TransportRule, CLAUDE_DEFAULT_RESUME_TEXT};
+use super::transport::{
+    apply_removal, text_block_remains, TransportRule, CLAUDE_DEFAULT_RESUME_TEXT,
+};
 use super::{translate, AgentProtocol, BridgeConfig, BridgeNotice, BridgeStats, UpstreamMode};
 use bytes::Bytes;
 use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Full, StreamBody};
@@ -11,7 +13,7 @@ use hyper::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
-use journal_format::event::{BridgeRequestValidated, ContinuationStep};
+use journal_format::event::{BridgeRequestValidated, ContinuationStep, RemovedItem};
 use journal_format::Event;
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
@@ -46,13 +48,23 @@ pub(super) struct Shared {
 }
 
 impl Shared {
-    pub(super) fn new(cfg: BridgeConfig, key: String, notices: mpsc::UnboundedSender<BridgeNotice>) -> Shared {
-        let prefix: Vec<Value> = cfg.prefix.iter().map(|m| canonical_for(cfg.protocol, m)).collect();
+    pub(super) fn new(
+        cfg: BridgeConfig,
+        key: String,
+        notices: mpsc::UnboundedSender<BridgeNotice>,
+    ) -> Shared {
+        let prefix: Vec<Value> = cfg
+            .prefix
+            .iter()
+            .map(|m| canonical_for(cfg.protocol, m))
+            .collect();
         let prefix_digests = prefix.iter().map(message_digest).collect();
         let pd = prefix_digest(&prefix);
         // http:// and https:// upstreams; TLS by rustls (ring) with the webpki root store.
         let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_provider_and_webpki_roots(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
+            .with_provider_and_webpki_roots(std::sync::Arc::new(
+                rustls::crypto::ring::default_provider(),
+            ))
             .expect("the ring provider supports the default TLS versions")
             .https_or_http()
             .enable_http1()
@@ -60,7 +72,15 @@ impl Shared {
         let client = Client::builder(TokioExecutor::new()).build(https);
         let mut cfg = cfg;
         cfg.prefix = prefix;
-        Shared { cfg, key, prefix_digests, prefix_digest: pd, client, state: Mutex::new(State::default()), notices }
+        Shared {
+            cfg,
+            key,
+            prefix_digests,
+            prefix_digest: pd,
+            client,
+            state: Mutex::new(State::default()),
+            notices,
+        }
     }
 
     pub(super) fn stats(&self) -> BridgeStats {
@@ -105,33 +125,59 @@ impl Shared {
         acked && ok
     }
 
-    fn validated(&self, n: u64, digest: String, removed: Vec<String>, injected: bool, side: bool) -> BridgeRequestValidated {
+    fn validated(
+        &self,
+        n: u64,
+        digest: String,
+        removed: Vec<RemovedItem>,
+        injected: bool,
+        side: bool,
+    ) -> BridgeRequestValidated {
         BridgeRequestValidated {
             n,
             request_digest: digest,
             prefix_digest: self.prefix_digest.clone(),
-            removed,
+            removed: removed.iter().map(|r| r.kind.clone()).collect(),
             boundary_prompt_injected: injected,
             ok: true,
             reason: None,
             side,
+            removed_items: removed,
+            ..Default::default()
         }
+    }
+
+    /// Keep a refused request's body (secrets redacted) in the run's blob store.
+    fn keep_refused(&self, body: &[u8]) -> Option<String> {
+        let dir = self.cfg.refused_blobs.as_ref()?;
+        let mut secrets: Vec<&str> = vec![self.key.as_str()];
+        secrets.extend(self.cfg.upstream.api_key.as_deref());
+        secrets.extend(self.cfg.boundary_prompt.as_deref());
+        let redacted = super::difference::redact(body, &secrets);
+        crate::journal::BlobStore::new(dir).put(&redacted).ok()
     }
 }
 
-pub(super) async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, stop: watch::Receiver<bool>) {
+pub(super) async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    stop: watch::Receiver<bool>,
+) {
     crate::serve::accept_loop(listener, move |req| handle(shared.clone(), req), stop).await
 }
 
 fn full(bytes: impl Into<Bytes>) -> Body {
-    Full::new(bytes.into()).map_err(|never| match never {}).boxed_unsync()
+    Full::new(bytes.into())
+        .map_err(|never| match never {})
+        .boxed_unsync()
 }
 
 fn error_response(status: StatusCode, kind: &str, message: &str) -> Response<Body> {
     let body = json!({"type": "error", "error": {"type": kind, "message": format!("pvisor bridge: {message}")}});
     let mut r = Response::new(full(body.to_string()));
     *r.status_mut() = status;
-    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     r
 }
 
@@ -165,7 +211,9 @@ fn responses_tool_start(ev: &Value) -> Option<String> {
     }
     let item = ev.get("item")?;
     match item.get("type").and_then(Value::as_str)? {
-        "function_call" | "custom_tool_call" => item.get("name").and_then(Value::as_str).map(str::to_string),
+        "function_call" | "custom_tool_call" => {
+            item.get("name").and_then(Value::as_str).map(str::to_string)
+        }
         "local_shell_call" => Some("local_shell".into()),
         _ => None,
     }
@@ -173,7 +221,10 @@ fn responses_tool_start(ev: &Value) -> Option<String> {
 
 fn authorized(key: &str, h: &HeaderMap) -> bool {
     let x = h.get("x-api-key").and_then(|v| v.to_str().ok());
-    let bearer = h.get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+    let bearer = h
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
     x == Some(key) || bearer == Some(key)
 }
 
@@ -184,17 +235,79 @@ fn route_name(path: &str) -> &str {
 }
 
 /// Refuse one request: latch, report, answer 4xx.
-async fn refuse(sh: &Shared, status: StatusCode, kind: &str, reason: String, n: u64, digest: String, side: bool) -> Response<Body> {
+async fn refuse(
+    sh: &Shared,
+    status: StatusCode,
+    kind: &str,
+    reason: String,
+    n: u64,
+    digest: String,
+) -> Response<Body> {
+    refuse_kept(
+        sh,
+        status,
+        kind,
+        Refusal {
+            n,
+            reason,
+            difference: None,
+        },
+        digest,
+        None,
+    )
+    .await
+}
+
+/// Why a main request was refused.
+struct Refusal {
+    n: u64,
+    reason: String,
+    /// The first difference from the expected request, in words.
+    difference: Option<String>,
+}
+
+impl Refusal {
+    fn new(n: u64, reason: impl Into<String>) -> Refusal {
+        Refusal {
+            n,
+            reason: reason.into(),
+            difference: None,
+        }
+    }
+    fn with(n: u64, reason: impl Into<String>, difference: String) -> Refusal {
+        Refusal {
+            n,
+            reason: reason.into(),
+            difference: Some(difference),
+        }
+    }
+}
+
+/// Refuse one request and keep its body (redacted) when given.
+async fn refuse_kept(
+    sh: &Shared,
+    status: StatusCode,
+    kind: &str,
+    r: Refusal,
+    digest: String,
+    body: Option<&[u8]>,
+) -> Response<Body> {
+    let reason = match &r.difference {
+        Some(d) => format!("{}: {d}", r.reason),
+        None => r.reason.clone(),
+    };
     sh.latch(reason.clone());
     let v = BridgeRequestValidated {
-        n,
+        n: r.n,
         request_digest: digest,
         prefix_digest: sh.prefix_digest.clone(),
-        removed: Vec::new(),
         boundary_prompt_injected: false,
         ok: false,
         reason: Some(reason.clone()),
-        side,
+        side: false,
+        refused_request_blob: body.and_then(|b| sh.keep_refused(b)),
+        difference: r.difference,
+        ..Default::default()
     };
     let _ = sh.notify(Event::BridgeRequestValidated(v)).await;
     error_response(status, kind, &reason)
@@ -202,7 +315,11 @@ async fn refuse(sh: &Shared, status: StatusCode, kind: &str, reason: String, n: 
 
 async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     let method = req.method().clone();
-    let path = req.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_else(|| "/".into());
+    let path = req
+        .uri()
+        .path_and_query()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "/".into());
     let headers = req.headers().clone();
     let main_so_far = sh.state.lock().unwrap().main;
 
@@ -214,7 +331,6 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
             format!("{method} {path}: missing or wrong bridge key"),
             main_so_far,
             String::new(),
-            false,
         )
         .await;
     }
@@ -228,15 +344,21 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
                 format!("cannot read the request body: {e}"),
                 main_so_far,
                 String::new(),
-                false,
             )
             .await
         }
     };
     let digest = blake3_digest(&body);
     if let Some(f) = sh.failure() {
-        return refuse(&sh, StatusCode::FORBIDDEN, "permission_error", format!("bridge failed earlier ({f})"), main_so_far, digest, false)
-            .await;
+        return refuse(
+            &sh,
+            StatusCode::FORBIDDEN,
+            "permission_error",
+            format!("bridge failed earlier ({f})"),
+            main_so_far,
+            digest,
+        )
+        .await;
     }
     if body.len() > MAX_REQUEST_BYTES {
         return refuse(
@@ -246,21 +368,32 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
             "request body too large".into(),
             main_so_far,
             digest,
-            false,
         )
         .await;
     }
     let name = route_name(&path).to_string();
     match (&method, name.as_str()) {
-        (&Method::HEAD, _) | (&Method::GET, _) => side(sh, method, path, headers, body, digest).await,
-        (&Method::POST, "/messages/count_tokens") => side(sh, method, path, headers, body, digest).await,
+        (&Method::HEAD, _) | (&Method::GET, _) => {
+            side(sh, method, path, headers, body, digest).await
+        }
+        (&Method::POST, "/messages/count_tokens") => {
+            side(sh, method, path, headers, body, digest).await
+        }
         (&Method::POST, "/messages") | (&Method::POST, "/responses") => {
             let want = match sh.cfg.protocol {
                 AgentProtocol::AnthropicMessages => "/messages",
                 AgentProtocol::OpenAiResponses => "/responses",
             };
             if name != want {
-                return refuse(&sh, StatusCode::NOT_FOUND, "not_found_error", format!("unexpected request {method} {path} for this agent's protocol"), main_so_far, digest, false).await;
+                return refuse(
+                    &sh,
+                    StatusCode::NOT_FOUND,
+                    "not_found_error",
+                    format!("unexpected request {method} {path} for this agent's protocol"),
+                    main_so_far,
+                    digest,
+                )
+                .await;
             }
             let parsed: Option<Value> = serde_json::from_slice(&body).ok().filter(Value::is_object);
             let Some(v) = parsed else {
@@ -271,26 +404,37 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
                     "model request body is not a JSON object".into(),
                     main_so_far,
                     digest,
-                    false,
                 )
                 .await;
             };
-            let has_tools = v.get("tools").and_then(Value::as_array).is_some_and(|a| !a.is_empty());
+            let has_tools = v
+                .get("tools")
+                .and_then(Value::as_array)
+                .is_some_and(|a| !a.is_empty());
             // Codex code mode sends no `tools` key (tools travel as an input item): every
             // Responses request with an `input` list is a main request.
             let is_main = match sh.cfg.protocol {
                 AgentProtocol::AnthropicMessages => has_tools,
-                AgentProtocol::OpenAiResponses => v.get("input").and_then(Value::as_array).is_some(),
+                AgentProtocol::OpenAiResponses => {
+                    v.get("input").and_then(Value::as_array).is_some()
+                }
             };
             if is_main {
-                main(sh, path, headers, v, digest).await
+                main(sh, path, headers, v, body, digest).await
             } else {
                 side(sh, method, path, headers, body, digest).await
             }
         }
         _ => {
-            refuse(&sh, StatusCode::NOT_FOUND, "not_found_error", format!("unexpected request {method} {path}"), main_so_far, digest, false)
-                .await
+            refuse(
+                &sh,
+                StatusCode::NOT_FOUND,
+                "not_found_error",
+                format!("unexpected request {method} {path}"),
+                main_so_far,
+                digest,
+            )
+            .await
         }
     }
 }
@@ -325,7 +469,10 @@ fn upstream_headers(h: &HeaderMap) -> HeaderMap {
 fn response_headers(h: &HeaderMap) -> HeaderMap {
     let mut out = HeaderMap::new();
     for (k, v) in h {
-        if matches!(k.as_str(), "content-length" | "connection" | "transfer-encoding" | "keep-alive") {
+        if matches!(
+            k.as_str(),
+            "content-length" | "connection" | "transfer-encoding" | "keep-alive"
+        ) {
             continue;
         }
         out.append(k.clone(), v.clone());
@@ -342,12 +489,22 @@ async fn send_upstream(
     bearer: bool,
 ) -> Result<Response<Incoming>, String> {
     if let Some(k) = &sh.cfg.upstream.api_key {
-        let (name, value) = if bearer { ("authorization", format!("Bearer {k}")) } else { ("x-api-key", k.clone()) };
-        headers.insert(name, HeaderValue::from_str(&value).map_err(|_| "the upstream key is not a valid header value".to_string())?);
+        let (name, value) = if bearer {
+            ("authorization", format!("Bearer {k}"))
+        } else {
+            ("x-api-key", k.clone())
+        };
+        headers.insert(
+            name,
+            HeaderValue::from_str(&value)
+                .map_err(|_| "the upstream key is not a valid header value".to_string())?,
+        );
     }
     let mut req = Request::builder().method(method).uri(url);
     *req.headers_mut().unwrap() = headers;
-    let req = req.body(Full::new(body)).map_err(|e| format!("cannot build the upstream request: {e}"))?;
+    let req = req
+        .body(Full::new(body))
+        .map_err(|e| format!("cannot build the upstream request: {e}"))?;
     sh.state.lock().unwrap().upstream += 1;
     match tokio::time::timeout(sh.cfg.upstream.response_timeout, sh.client.request(req)).await {
         Ok(Ok(r)) => Ok(r),
@@ -357,25 +514,43 @@ async fn send_upstream(
 }
 
 /// A side request: reported, then forwarded as is (translated mode: answered locally).
-async fn side(sh: Arc<Shared>, method: Method, path: String, headers: HeaderMap, body: Bytes, digest: String) -> Response<Body> {
+async fn side(
+    sh: Arc<Shared>,
+    method: Method,
+    path: String,
+    headers: HeaderMap,
+    body: Bytes,
+    digest: String,
+) -> Response<Body> {
     let n = {
         let mut s = sh.state.lock().unwrap();
         s.side += 1;
         s.main
     };
-    if !sh.notify_validation(sh.validated(n, digest, Vec::new(), false, true)).await {
-        return error_response(StatusCode::FORBIDDEN, "permission_error", "the journal did not acknowledge the request");
+    if !sh
+        .notify_validation(sh.validated(n, digest, Vec::new(), false, true))
+        .await
+    {
+        return error_response(
+            StatusCode::FORBIDDEN,
+            "permission_error",
+            "the journal did not acknowledge the request",
+        );
     }
     if sh.cfg.upstream.mode == UpstreamMode::OpenAiChat {
         return match route_name(&path) {
             "/messages/count_tokens" => {
-                let mut r = Response::new(full(json!({"input_tokens": body.len() / 4}).to_string()));
-                r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                let mut r =
+                    Response::new(full(json!({"input_tokens": body.len() / 4}).to_string()));
+                r.headers_mut()
+                    .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
                 r
             }
             "/messages" => match serde_json::from_slice::<Value>(&body) {
                 Ok(v) => translated(&sh, v, None).await,
-                Err(_) => error_response(StatusCode::BAD_REQUEST, "invalid_request_error", "not JSON"),
+                Err(_) => {
+                    error_response(StatusCode::BAD_REQUEST, "invalid_request_error", "not JSON")
+                }
             },
             _ => Response::new(full("ok")),
         };
@@ -384,7 +559,11 @@ async fn side(sh: Arc<Shared>, method: Method, path: String, headers: HeaderMap,
     match send_upstream(&sh, method, &url, upstream_headers(&headers), body, false).await {
         Ok(resp) => {
             let (parts, incoming) = resp.into_parts();
-            let mut r = Response::new(incoming.map_err(|e| std::io::Error::other(e.to_string())).boxed_unsync());
+            let mut r = Response::new(
+                incoming
+                    .map_err(|e| std::io::Error::other(e.to_string()))
+                    .boxed_unsync(),
+            );
             *r.status_mut() = parts.status;
             *r.headers_mut() = response_headers(&parts.headers);
             r
@@ -397,17 +576,27 @@ async fn side(sh: Arc<Shared>, method: Method, path: String, headers: HeaderMap,
 struct Prepared {
     n: u64,
     body: Value,
-    removed: Vec<String>,
+    removed: Vec<RemovedItem>,
     injected: bool,
 }
 
+fn removed_item(kind: &str, item: &Value) -> RemovedItem {
+    RemovedItem {
+        kind: kind.to_string(),
+        digest: message_digest(item),
+    }
+}
+
 /// Validate a main request against the prefix and build the body to forward.
-fn prepare(sh: &Shared, mut body: Value) -> Result<Prepared, (u64, String)> {
+fn prepare(sh: &Shared, mut body: Value) -> Result<Prepared, Refusal> {
     let (n, steps) = {
         let mut s = sh.state.lock().unwrap();
         s.main += 1;
         if s.in_flight {
-            return Err((s.main, "a main request arrived while another one was still being answered".into()));
+            return Err(Refusal::new(
+                s.main,
+                "a main request arrived while another one was still being answered",
+            ));
         }
         (s.main, s.steps)
     };
@@ -419,12 +608,12 @@ fn prepare(sh: &Shared, mut body: Value) -> Result<Prepared, (u64, String)> {
                 s.budget_refused = true;
             }
             drop(s);
-            return Err((n, format!("the live step budget ({max}) is used up; the agent asked for another model reply")));
+            return Err(Refusal::new(n, format!("the live step budget ({max}) is used up; the agent asked for another model reply")));
         }
     }
     let key = list_key(cfg.protocol);
     let Some(msgs) = body.get(key).and_then(Value::as_array) else {
-        return Err((n, format!("the request has no `{key}` list")));
+        return Err(Refusal::new(n, format!("the request has no `{key}` list")));
     };
     let plen = cfg.prefix.len();
     let mut msgs = msgs.clone();
@@ -432,23 +621,39 @@ fn prepare(sh: &Shared, mut body: Value) -> Result<Prepared, (u64, String)> {
     if let TransportRule::CodexResume { text } = &cfg.transport {
         // The skills developer item Codex inserts before the resume prompt when its home
         // path changed: removed only when the prompt follows it.
-        if msgs.get(plen).is_some_and(super::transport::is_codex_skills_item)
-            && (TransportRule::TrailingUserMessage { text: text.clone() }).locate(&msgs, plen + 1).is_some()
+        if msgs
+            .get(plen)
+            .is_some_and(super::transport::is_codex_skills_item)
+            && (TransportRule::TrailingUserMessage { text: text.clone() })
+                .locate(&msgs, plen + 1)
+                .is_some()
         {
-            msgs.remove(plen);
-            removed.push("codex:skills_instructions".to_string());
+            let m = msgs.remove(plen);
+            removed.push(removed_item("codex:skills_instructions", &m));
         }
         let env_update = msgs.get(plen).is_some_and(|m| {
             m.get("role").and_then(Value::as_str) == Some("user")
-                && m.pointer("/content/0/text").and_then(Value::as_str).is_some_and(|t| t.starts_with("<environment_context>"))
+                && m.pointer("/content/0/text")
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| t.starts_with("<environment_context>"))
         });
         if env_update {
-            return Err((n, "Codex re-sent its <environment_context> after the boundary (cwd, date, timezone or shell differ from the original run): the request would not end at O′N".into()));
+            return Err(Refusal::with(
+                n,
+                "Codex re-sent its <environment_context> after the boundary (cwd, date, timezone or shell differ from the original run): the request would not end at O′N",
+                format!("request {n} has a message after O′N: {}", super::difference::describe_message(&msgs[plen])),
+            ));
         }
     }
     if let Some(r) = cfg.transport.locate(&msgs, plen) {
+        let item = match r {
+            super::transport::Removal::Block { message, block } => {
+                msgs[message]["content"][block].clone()
+            }
+            super::transport::Removal::Message { message } => msgs[message].clone(),
+        };
         apply_removal(&mut msgs, &r);
-        removed.push(cfg.transport.item_name().to_string());
+        removed.push(removed_item(cfg.transport.item_name(), &item));
     }
     if matches!(cfg.transport, TransportRule::ClaudeResumeText { .. }) {
         // Claude Code resumed on another day than the session's last turn adds a `system`
@@ -456,12 +661,26 @@ fn prepare(sh: &Shared, mut body: Value) -> Result<Prepared, (u64, String)> {
         // and keeps it there in every later request. It is resume scaffolding caused by the
         // replay running later, not part of O′N: removed, with its cache breakpoint moved
         // back to the boundary message's last block (where Claude puts it otherwise).
-        if msgs.get(plen).is_some_and(super::transport::is_claude_date_change_notice) {
+        if msgs
+            .get(plen)
+            .is_some_and(super::transport::is_claude_date_change_notice)
+        {
             let m = msgs.remove(plen);
-            removed.push("claude:date_change_notice".to_string());
-            let cc = m.pointer("/content").and_then(Value::as_array).and_then(|a| a.last()).and_then(|b| b.get("cache_control")).cloned();
-            if let (Some(cc), Some(prev)) = (cc, plen.checked_sub(1).and_then(|i| msgs.get_mut(i))) {
-                if let Some(last) = prev.get_mut("content").and_then(Value::as_array_mut).and_then(|a| a.last_mut()).and_then(Value::as_object_mut) {
+            removed.push(removed_item("claude:date_change_notice", &m));
+            let cc = m
+                .pointer("/content")
+                .and_then(Value::as_array)
+                .and_then(|a| a.last())
+                .and_then(|b| b.get("cache_control"))
+                .cloned();
+            if let (Some(cc), Some(prev)) = (cc, plen.checked_sub(1).and_then(|i| msgs.get_mut(i)))
+            {
+                if let Some(last) = prev
+                    .get_mut("content")
+                    .and_then(Value::as_array_mut)
+                    .and_then(|a| a.last_mut())
+                    .and_then(Value::as_object_mut)
+                {
                     last.entry("cache_control").or_insert(cc);
                 }
             }
@@ -469,31 +688,73 @@ fn prepare(sh: &Shared, mut body: Value) -> Result<Prepared, (u64, String)> {
     }
     if let Some(t) = cfg.transport.text() {
         if text_block_remains(&msgs, t) {
-            return Err((n, format!("the transport item `{}` appears outside its place", cfg.transport.item_name())));
+            return Err(Refusal::new(
+                n,
+                format!(
+                    "the transport item `{}` appears outside its place",
+                    cfg.transport.item_name()
+                ),
+            ));
         }
         // A nonce must not appear anywhere else either (object keys included).
         if t != CLAUDE_DEFAULT_RESUME_TEXT && !matches!(cfg.transport, TransportRule::None) {
             let mut probe = body.clone();
             probe[key] = Value::Array(msgs.clone());
             if probe.to_string().contains(t) {
-                return Err((n, "the resume nonce appears elsewhere in the request".into()));
+                return Err(Refusal::new(
+                    n,
+                    "the resume nonce appears elsewhere in the request",
+                ));
             }
         }
     }
-    let canon: Vec<Value> = msgs.iter().map(|m| canonical_for(cfg.protocol, m)).collect();
-    if canon.len() < plen {
-        return Err((n, format!("the request has {} messages, fewer than the {plen} of the expected prefix", canon.len())));
-    }
+    let canon: Vec<Value> = msgs
+        .iter()
+        .map(|m| canonical_for(cfg.protocol, m))
+        .collect();
     for (i, want) in sh.prefix_digests.iter().enumerate() {
-        if &message_digest(&canon[i]) != want {
-            return Err((n, format!("message {i} differs from the expected prefix")));
+        let Some(got) = canon.get(i) else {
+            return Err(Refusal::with(
+                n,
+                format!(
+                    "the request has {} messages, fewer than the {plen} of the expected prefix",
+                    canon.len()
+                ),
+                format!(
+                    "request {n} ends after message {}; the prefix continues with {}",
+                    canon.len(),
+                    super::difference::describe_message(&cfg.prefix[i])
+                ),
+            ));
+        };
+        if &message_digest(got) != want {
+            return Err(Refusal::with(
+                n,
+                format!("message {i} differs from the expected prefix"),
+                format!(
+                    "request {n}, message {i} ({}): {}",
+                    super::difference::describe_message(got),
+                    super::difference::first_difference(&cfg.prefix[i], got)
+                ),
+            ));
         }
     }
     if steps == 0 && canon.len() != plen {
-        return Err((n, format!("the first request does not end at the boundary: {} message(s) after O′N", canon.len() - plen)));
+        let k = canon.len() - plen;
+        return Err(Refusal::with(
+            n,
+            format!("the first request does not end at the boundary: {k} message(s) after O′N"),
+            format!(
+                "request {n} has {k} message(s) after O′N: {}",
+                super::difference::describe_extra(&canon[plen..])
+            ),
+        ));
     }
     if steps > 0 && canon.len() == plen {
-        return Err((n, "a later request carries no turn after the boundary".into()));
+        return Err(Refusal::new(
+            n,
+            "a later request carries no turn after the boundary",
+        ));
     }
     // The boundary prompt joins the conversation once, with request 1; the agent never
     // stores it in its own history, so later requests carry it again at the same position.
@@ -501,26 +762,52 @@ fn prepare(sh: &Shared, mut body: Value) -> Result<Prepared, (u64, String)> {
     let mut injected = false;
     if let Some(p) = &cfg.boundary_prompt {
         let m = match cfg.protocol {
-            AgentProtocol::AnthropicMessages => json!({"role": "user", "content": [{"type": "text", "text": p}]}),
-            AgentProtocol::OpenAiResponses => json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": p}]}),
+            AgentProtocol::AnthropicMessages => {
+                json!({"role": "user", "content": [{"type": "text", "text": p}]})
+            }
+            AgentProtocol::OpenAiResponses => {
+                json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": p}]})
+            }
         };
-        let at = cfg.resume.as_ref().map(|r| r.boundary_at.min(plen)).unwrap_or(plen);
+        let at = cfg
+            .resume
+            .as_ref()
+            .map(|r| r.boundary_at.min(plen))
+            .unwrap_or(plen);
         msgs.insert(at, m);
-        let before = cfg.resume.as_ref().is_some_and(|r| r.prompt_injected_before);
+        let before = cfg
+            .resume
+            .as_ref()
+            .is_some_and(|r| r.prompt_injected_before);
         injected = !sh.state.lock().unwrap().injected && !before;
     }
     body[key] = Value::Array(msgs);
     if cfg.disable_thinking && cfg.protocol == AgentProtocol::AnthropicMessages {
         body["thinking"] = json!({"type": "disabled"});
-        if let Some(cm) = body.get_mut("context_management").and_then(Value::as_object_mut) {
+        if let Some(cm) = body
+            .get_mut("context_management")
+            .and_then(Value::as_object_mut)
+        {
             if let Some(edits) = cm.get_mut("edits").and_then(Value::as_array_mut) {
-                edits.retain(|e| !e.get("type").and_then(Value::as_str).is_some_and(|t| t.starts_with("clear_thinking")));
+                edits.retain(|e| {
+                    !e.get("type")
+                        .and_then(Value::as_str)
+                        .is_some_and(|t| t.starts_with("clear_thinking"))
+                });
             }
-            if cm.get("edits").and_then(Value::as_array).is_some_and(|e| e.is_empty()) {
+            if cm
+                .get("edits")
+                .and_then(Value::as_array)
+                .is_some_and(|e| e.is_empty())
+            {
                 cm.remove("edits");
             }
         }
-        if body.get("context_management").and_then(Value::as_object).is_some_and(|o| o.is_empty()) {
+        if body
+            .get("context_management")
+            .and_then(Value::as_object)
+            .is_some_and(|o| o.is_empty())
+        {
             body.as_object_mut().unwrap().remove("context_management");
         }
     }
@@ -534,23 +821,57 @@ fn prepare(sh: &Shared, mut body: Value) -> Result<Prepared, (u64, String)> {
         s.in_flight = true;
         s.injected |= cfg.boundary_prompt.is_some();
     }
-    Ok(Prepared { n, body, removed, injected })
+    Ok(Prepared {
+        n,
+        body,
+        removed,
+        injected,
+    })
 }
 
 fn done(sh: &Shared) {
     sh.state.lock().unwrap().in_flight = false;
 }
 
-async fn main(sh: Arc<Shared>, path: String, headers: HeaderMap, body: Value, digest: String) -> Response<Body> {
+async fn main(
+    sh: Arc<Shared>,
+    path: String,
+    headers: HeaderMap,
+    body: Value,
+    raw: Bytes,
+    digest: String,
+) -> Response<Body> {
     let p = match prepare(&sh, body) {
         Ok(p) => p,
-        Err((n, reason)) => return refuse(&sh, StatusCode::UNPROCESSABLE_ENTITY, "invalid_request_error", reason, n, digest, false).await,
+        Err(r) => {
+            // A request beyond the budget is the expected end, not a difference: not kept.
+            let keep = (!sh.state.lock().unwrap().budget_refused).then_some(&raw[..]);
+            return refuse_kept(
+                &sh,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_request_error",
+                r,
+                digest,
+                keep,
+            )
+            .await;
+        }
     };
     let out = serde_json::to_vec(&p.body).expect("JSON values serialize");
-    let v = sh.validated(p.n, blake3_digest(&out), p.removed.clone(), p.injected, false);
+    let v = sh.validated(
+        p.n,
+        blake3_digest(&out),
+        p.removed.clone(),
+        p.injected,
+        false,
+    );
     if !sh.notify_validation(v).await {
         done(&sh);
-        return error_response(StatusCode::FORBIDDEN, "permission_error", "the journal did not acknowledge the request");
+        return error_response(
+            StatusCode::FORBIDDEN,
+            "permission_error",
+            "the journal did not acknowledge the request",
+        );
     }
     if sh.cfg.upstream.mode == UpstreamMode::OpenAiChat {
         let r = translated(&sh, p.body, Some(())).await;
@@ -559,7 +880,16 @@ async fn main(sh: Arc<Shared>, path: String, headers: HeaderMap, body: Value, di
     }
     let url = format!("{}{}", sh.cfg.upstream.base_url, path);
     let bearer = sh.cfg.protocol == AgentProtocol::OpenAiResponses;
-    let resp = match send_upstream(&sh, Method::POST, &url, upstream_headers(&headers), Bytes::from(out), bearer).await {
+    let resp = match send_upstream(
+        &sh,
+        Method::POST,
+        &url,
+        upstream_headers(&headers),
+        Bytes::from(out),
+        bearer,
+    )
+    .await
+    {
         Ok(r) => r,
         Err(e) => {
             done(&sh);
@@ -567,11 +897,16 @@ async fn main(sh: Arc<Shared>, path: String, headers: HeaderMap, body: Value, di
         }
     };
     let (parts, incoming) = resp.into_parts();
-    let sse = parts.headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("text/event-stream"));
+    let sse = parts
+        .headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
     let success = parts.status.is_success();
     let (tx, rx) = mpsc::channel::<Result<Frame<Bytes>, std::io::Error>>(32);
     tokio::spawn(pump(sh.clone(), incoming, tx, sse, success));
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|x| (x, rx)) });
+    let stream =
+        futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|x| (x, rx)) });
     let mut r = Response::new(BodyExt::boxed_unsync(StreamBody::new(stream)));
     *r.status_mut() = parts.status;
     *r.headers_mut() = response_headers(&parts.headers);
@@ -581,7 +916,13 @@ async fn main(sh: Arc<Shared>, path: String, headers: HeaderMap, body: Value, di
 /// Stream the upstream answer to the agent. Bytes pass through as they arrive, except that
 /// from the first tool call on (or, for a non-SSE answer, everything) they are held until
 /// the step has been acknowledged: the agent cannot act on a reply the journal lacks.
-async fn pump(sh: Arc<Shared>, mut incoming: Incoming, tx: mpsc::Sender<Result<Frame<Bytes>, std::io::Error>>, sse: bool, success: bool) {
+async fn pump(
+    sh: Arc<Shared>,
+    mut incoming: Incoming,
+    tx: mpsc::Sender<Result<Frame<Bytes>, std::io::Error>>,
+    sse: bool,
+    success: bool,
+) {
     let mut hasher = blake3::Hasher::new();
     let mut scanner = SseScanner::default();
     let mut tools: Vec<String> = Vec::new();
@@ -592,12 +933,18 @@ async fn pump(sh: Arc<Shared>, mut incoming: Incoming, tx: mpsc::Sender<Result<F
         match incoming.frame().await {
             None => break,
             Some(Err(e)) => {
-                let _ = tx.send(Err(std::io::Error::other(format!("upstream stream broke: {e}")))).await;
+                let _ = tx
+                    .send(Err(std::io::Error::other(format!(
+                        "upstream stream broke: {e}"
+                    ))))
+                    .await;
                 done(&sh);
                 return;
             }
             Some(Ok(frame)) => {
-                let Ok(data) = frame.into_data() else { continue };
+                let Ok(data) = frame.into_data() else {
+                    continue;
+                };
                 hasher.update(&data);
                 if sse && success {
                     for ev in scanner.feed(&data) {
@@ -631,10 +978,18 @@ async fn pump(sh: Arc<Shared>, mut incoming: Incoming, tx: mpsc::Sender<Result<F
             s.steps += 1;
             s.steps + sh.cfg.resume.as_ref().map(|r| r.steps_before).unwrap_or(0)
         };
-        let step = ContinuationStep { n, action_digest: format!("blake3:{}", hasher.finalize().to_hex()), tools };
+        let step = ContinuationStep {
+            n,
+            action_digest: format!("blake3:{}", hasher.finalize().to_hex()),
+            tools,
+        };
         if !sh.notify(Event::ContinuationStep(step)).await {
             sh.latch("the journal did not acknowledge a continuation step".into());
-            let _ = tx.send(Err(std::io::Error::other("pvisor bridge: step not journaled"))).await;
+            let _ = tx
+                .send(Err(std::io::Error::other(
+                    "pvisor bridge: step not journaled",
+                )))
+                .await;
             done(&sh);
             return;
         }
@@ -651,28 +1006,58 @@ async fn pump(sh: Arc<Shared>, mut incoming: Incoming, tx: mpsc::Sender<Result<F
 /// (a step is reported before the answer is released).
 async fn translated(sh: &Shared, body: Value, main: Option<()>) -> Response<Body> {
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
-    let agent_model = body.get("model").and_then(Value::as_str).unwrap_or("").to_string();
+    let agent_model = body
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     let chat = match translate::anthropic_to_chat(&body, sh.cfg.upstream.model.as_deref()) {
         Ok(c) => c,
         Err(e) => {
             sh.latch(e.clone());
-            return error_response(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request_error", &e);
+            return error_response(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_request_error",
+                &e,
+            );
         }
     };
     let url = format!("{}/chat/completions", sh.cfg.upstream.base_url);
     let mut headers = HeaderMap::new();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    let resp = match send_upstream(sh, Method::POST, &url, headers, Bytes::from(chat.to_string()), true).await {
+    let resp = match send_upstream(
+        sh,
+        Method::POST,
+        &url,
+        headers,
+        Bytes::from(chat.to_string()),
+        true,
+    )
+    .await
+    {
         Ok(r) => r,
         Err(e) => return error_response(StatusCode::BAD_GATEWAY, "api_error", &e),
     };
     let status = resp.status();
-    let bytes = match tokio::time::timeout(sh.cfg.upstream.response_timeout, resp.into_body().collect()).await {
-        Ok(Ok(b)) => b.to_bytes(),
-        _ => return error_response(StatusCode::BAD_GATEWAY, "api_error", "upstream answer incomplete"),
-    };
+    let bytes =
+        match tokio::time::timeout(sh.cfg.upstream.response_timeout, resp.into_body().collect())
+            .await
+        {
+            Ok(Ok(b)) => b.to_bytes(),
+            _ => {
+                return error_response(
+                    StatusCode::BAD_GATEWAY,
+                    "api_error",
+                    "upstream answer incomplete",
+                )
+            }
+        };
     if !status.is_success() {
-        let kind = if status.as_u16() == 429 { "rate_limit_error" } else { "api_error" };
+        let kind = if status.as_u16() == 429 {
+            "rate_limit_error"
+        } else {
+            "api_error"
+        };
         return error_response(status, kind, &format!("upstream answered {status}"));
     }
     let message = match serde_json::from_slice::<Value>(&bytes)
@@ -686,9 +1071,15 @@ async fn translated(sh: &Shared, body: Value, main: Option<()>) -> Response<Body
         }
     };
     let (out, ctype) = if stream {
-        (translate::anthropic_sse(&message), "text/event-stream; charset=utf-8")
+        (
+            translate::anthropic_sse(&message),
+            "text/event-stream; charset=utf-8",
+        )
     } else {
-        (serde_json::to_vec(&message).expect("JSON"), "application/json")
+        (
+            serde_json::to_vec(&message).expect("JSON"),
+            "application/json",
+        )
     };
     if main.is_some() {
         let n = {
@@ -696,13 +1087,22 @@ async fn translated(sh: &Shared, body: Value, main: Option<()>) -> Response<Body
             s.steps += 1;
             s.steps + sh.cfg.resume.as_ref().map(|r| r.steps_before).unwrap_or(0)
         };
-        let step = ContinuationStep { n, action_digest: blake3_digest(&out), tools: anthropic_message_tools(&message) };
+        let step = ContinuationStep {
+            n,
+            action_digest: blake3_digest(&out),
+            tools: anthropic_message_tools(&message),
+        };
         if !sh.notify(Event::ContinuationStep(step)).await {
             sh.latch("the journal did not acknowledge a continuation step".into());
-            return error_response(StatusCode::FORBIDDEN, "permission_error", "step not journaled");
+            return error_response(
+                StatusCode::FORBIDDEN,
+                "permission_error",
+                "step not journaled",
+            );
         }
     }
     let mut r = Response::new(full(out));
-    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(ctype));
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(ctype));
     r
 }

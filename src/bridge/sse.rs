@@ -50,7 +50,13 @@ pub fn anthropic_tool_start(event: &Value) -> Option<String> {
     }
     let block = event.get("content_block")?;
     match block.get("type").and_then(Value::as_str) {
-        Some("tool_use") | Some("server_tool_use") => Some(block.get("name").and_then(Value::as_str).unwrap_or("").to_string()),
+        Some("tool_use") | Some("server_tool_use") => Some(
+            block
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+        ),
         _ => None,
     }
 }
@@ -62,8 +68,18 @@ pub fn anthropic_message_tools(message: &Value) -> Vec<String> {
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .filter(|b| matches!(b.get("type").and_then(Value::as_str), Some("tool_use") | Some("server_tool_use")))
-        .map(|b| b.get("name").and_then(Value::as_str).unwrap_or("").to_string())
+        .filter(|b| {
+            matches!(
+                b.get("type").and_then(Value::as_str),
+                Some("tool_use") | Some("server_tool_use")
+            )
+        })
+        .map(|b| {
+            b.get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        })
         .collect()
 }
 

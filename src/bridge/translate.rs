@@ -26,8 +26,15 @@ fn text_of(content: &Value, what: &str) -> Result<String, String> {
             let mut parts = Vec::new();
             for b in blocks {
                 match b.get("type").and_then(Value::as_str) {
-                    Some("text") => parts.push(b.get("text").and_then(Value::as_str).unwrap_or("").to_string()),
-                    other => return Err(format!("{what}: content block {other:?} cannot be translated to Chat Completions")),
+                    Some("text") => parts.push(
+                        b.get("text")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string(),
+                    ),
+                    other => return Err(format!(
+                        "{what}: content block {other:?} cannot be translated to Chat Completions"
+                    )),
                 }
             }
             Ok(parts.join("\n"))
@@ -42,18 +49,30 @@ pub fn anthropic_to_chat(req: &Value, model: Option<&str>) -> Result<Value, Stri
     if let Some(sys) = req.get("system") {
         let text = match sys {
             Value::String(s) => s.clone(),
-            Value::Array(blocks) => blocks.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n\n"),
+            Value::Array(blocks) => blocks
+                .iter()
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n\n"),
             _ => String::new(),
         };
         if !text.is_empty() {
             messages.push(json!({"role": "system", "content": text}));
         }
     }
-    for (i, m) in req.get("messages").and_then(Value::as_array).ok_or("no messages")?.iter().enumerate() {
+    for (i, m) in req
+        .get("messages")
+        .and_then(Value::as_array)
+        .ok_or("no messages")?
+        .iter()
+        .enumerate()
+    {
         let role = m.get("role").and_then(Value::as_str).unwrap_or("");
         let content = m.get("content").cloned().unwrap_or(Value::Null);
         match role {
-            "system" => messages.push(json!({"role": "system", "content": text_of(&content, &format!("messages[{i}]"))?})),
+            "system" => messages.push(
+                json!({"role": "system", "content": text_of(&content, &format!("messages[{i}]"))?}),
+            ),
             "user" => {
                 let blocks: Vec<Value> = match &content {
                     Value::String(s) => vec![json!({"type": "text", "text": s})],
@@ -101,17 +120,33 @@ pub fn anthropic_to_chat(req: &Value, model: Option<&str>) -> Result<Value, Stri
                 }
                 let mut msg = Map::new();
                 msg.insert("role".into(), json!("assistant"));
-                msg.insert("content".into(), if texts.is_empty() { Value::Null } else { json!(texts.join("\n")) });
+                msg.insert(
+                    "content".into(),
+                    if texts.is_empty() {
+                        Value::Null
+                    } else {
+                        json!(texts.join("\n"))
+                    },
+                );
                 if !calls.is_empty() {
                     msg.insert("tool_calls".into(), Value::Array(calls));
                 }
                 messages.push(Value::Object(msg));
             }
-            other => return Err(format!("messages[{i}]: role {other:?} cannot be translated")),
+            other => {
+                return Err(format!(
+                    "messages[{i}]: role {other:?} cannot be translated"
+                ))
+            }
         }
     }
     let mut out = Map::new();
-    out.insert("model".into(), json!(model.map(String::from).or_else(|| req.get("model").and_then(Value::as_str).map(String::from))));
+    out.insert(
+        "model".into(),
+        json!(model
+            .map(String::from)
+            .or_else(|| req.get("model").and_then(Value::as_str).map(String::from))),
+    );
     out.insert("messages".into(), Value::Array(messages));
     if let Some(tools) = req.get("tools").and_then(Value::as_array) {
         let fns: Vec<Value> = tools
@@ -135,7 +170,12 @@ pub fn anthropic_to_chat(req: &Value, model: Option<&str>) -> Result<Value, Stri
             out.insert("tool_choice".into(), m);
         }
     }
-    for (from, to) in [("max_tokens", "max_tokens"), ("temperature", "temperature"), ("top_p", "top_p"), ("stop_sequences", "stop")] {
+    for (from, to) in [
+        ("max_tokens", "max_tokens"),
+        ("temperature", "temperature"),
+        ("top_p", "top_p"),
+        ("stop_sequences", "stop"),
+    ] {
         if let Some(v) = req.get(from) {
             out.insert(to.into(), v.clone());
         }
@@ -146,20 +186,33 @@ pub fn anthropic_to_chat(req: &Value, model: Option<&str>) -> Result<Value, Stri
 
 /// Chat Completions answer → Anthropic message.
 pub fn chat_to_anthropic(resp: &Value, model: &str) -> Result<Value, String> {
-    let choice = resp.pointer("/choices/0").ok_or("upstream answer has no choices")?;
-    let msg = choice.get("message").ok_or("upstream answer has no message")?;
+    let choice = resp
+        .pointer("/choices/0")
+        .ok_or("upstream answer has no choices")?;
+    let msg = choice
+        .get("message")
+        .ok_or("upstream answer has no message")?;
     let mut content = Vec::new();
     if let Some(t) = msg.get("content").and_then(Value::as_str) {
         if !t.is_empty() {
             content.push(json!({"type": "text", "text": t}));
         }
     }
-    for c in msg.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
-        let args = c.pointer("/function/arguments").and_then(Value::as_str).unwrap_or("{}");
+    for c in msg
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let args = c
+            .pointer("/function/arguments")
+            .and_then(Value::as_str)
+            .unwrap_or("{}");
         let input: Value = if args.trim().is_empty() {
             json!({})
         } else {
-            serde_json::from_str(args).map_err(|e| format!("tool call arguments are not JSON: {e}"))?
+            serde_json::from_str(args)
+                .map_err(|e| format!("tool call arguments are not JSON: {e}"))?
         };
         content.push(json!({"type": "tool_use", "id": c.get("id"), "name": c.pointer("/function/name"), "input": input}));
     }
@@ -200,8 +253,16 @@ pub fn anthropic_sse(message: &Value) -> Vec<u8> {
     start["content"] = json!([]);
     start["stop_reason"] = Value::Null;
     start["usage"]["output_tokens"] = json!(0);
-    ev("message_start", json!({"type": "message_start", "message": start}));
-    for (i, b) in message["content"].as_array().into_iter().flatten().enumerate() {
+    ev(
+        "message_start",
+        json!({"type": "message_start", "message": start}),
+    );
+    for (i, b) in message["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
         match b["type"].as_str() {
             Some("text") => {
                 ev(
@@ -225,7 +286,10 @@ pub fn anthropic_sse(message: &Value) -> Vec<u8> {
             }
             _ => continue,
         }
-        ev("content_block_stop", json!({"type": "content_block_stop", "index": i}));
+        ev(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": i}),
+        );
     }
     ev(
         "message_delta",
@@ -255,9 +319,18 @@ mod tests {
         });
         let c = anthropic_to_chat(&req, Some("open-model")).unwrap();
         assert_eq!(c["model"], "open-model");
-        assert_eq!(c["messages"][0], json!({"role": "system", "content": "S1\n\nS2"}));
-        assert_eq!(c["messages"][3]["tool_calls"][0]["function"]["arguments"], "{\"command\":\"ls\"}");
-        assert_eq!(c["messages"][4], json!({"role": "tool", "tool_call_id": "tu1", "content": "a.txt"}));
+        assert_eq!(
+            c["messages"][0],
+            json!({"role": "system", "content": "S1\n\nS2"})
+        );
+        assert_eq!(
+            c["messages"][3]["tool_calls"][0]["function"]["arguments"],
+            "{\"command\":\"ls\"}"
+        );
+        assert_eq!(
+            c["messages"][4],
+            json!({"role": "tool", "tool_call_id": "tu1", "content": "a.txt"})
+        );
         assert_eq!(c["messages"][5], json!({"role": "user", "content": "more"}));
         assert_eq!(c["tool_choice"], "required");
         let ans = json!({"id": "chatcmpl-1", "model": "open-model", "choices": [{"finish_reason": "tool_calls", "message": {"role": "assistant", "content": "ok", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "Read", "arguments": "{\"file_path\":\"/x\"}"}}]}}], "usage": {"prompt_tokens": 5, "completion_tokens": 2}});
@@ -271,7 +344,8 @@ mod tests {
 
     #[test]
     fn images_are_refused() {
-        let req = json!({"messages": [{"role": "user", "content": [{"type": "image", "source": {}}]}]});
+        let req =
+            json!({"messages": [{"role": "user", "content": [{"type": "image", "source": {}}]}]});
         assert!(anthropic_to_chat(&req, None).is_err());
     }
 }

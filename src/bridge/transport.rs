@@ -64,7 +64,9 @@ impl TransportRule {
     pub fn text(&self) -> Option<&str> {
         match self {
             TransportRule::None => None,
-            TransportRule::ClaudeResumeText { text } | TransportRule::TrailingUserMessage { text } | TransportRule::CodexResume { text } => Some(text),
+            TransportRule::ClaudeResumeText { text }
+            | TransportRule::TrailingUserMessage { text }
+            | TransportRule::CodexResume { text } => Some(text),
         }
     }
 
@@ -86,18 +88,33 @@ impl TransportRule {
                     if let Some(m) = messages.get(j - 1) {
                         if role(m) == Some("user") {
                             if let Some(blocks) = m.get("content").and_then(Value::as_array) {
-                                if blocks.len() >= 2 && blocks.last().is_some_and(|b| is_text_block(b, text)) {
-                                    return Some(Removal::Block { message: j - 1, block: blocks.len() - 1 });
+                                if blocks.len() >= 2
+                                    && blocks.last().is_some_and(|b| is_text_block(b, text))
+                                {
+                                    return Some(Removal::Block {
+                                        message: j - 1,
+                                        block: blocks.len() - 1,
+                                    });
                                 }
                             }
                         }
                     }
                 }
                 // A user message of its own after the prefix.
-                messages.get(prefix_len).filter(|m| is_sole_text_user(m, text)).map(|_| Removal::Message { message: prefix_len })
+                messages
+                    .get(prefix_len)
+                    .filter(|m| is_sole_text_user(m, text))
+                    .map(|_| Removal::Message {
+                        message: prefix_len,
+                    })
             }
             TransportRule::TrailingUserMessage { text } | TransportRule::CodexResume { text } => {
-                messages.get(prefix_len).filter(|m| is_sole_text_user(m, text)).map(|_| Removal::Message { message: prefix_len })
+                messages
+                    .get(prefix_len)
+                    .filter(|m| is_sole_text_user(m, text))
+                    .map(|_| Removal::Message {
+                        message: prefix_len,
+                    })
             }
         }
     }
@@ -108,7 +125,10 @@ fn role(m: &Value) -> Option<&str> {
 }
 
 fn is_text_block(b: &Value, text: &str) -> bool {
-    matches!(b.get("type").and_then(Value::as_str), Some("text" | "input_text")) && b.get("text").and_then(Value::as_str) == Some(text)
+    matches!(
+        b.get("type").and_then(Value::as_str),
+        Some("text" | "input_text")
+    ) && b.get("text").and_then(Value::as_str) == Some(text)
 }
 
 /// Is `m` Codex's developer `<skills_instructions>` message (Responses item)?
@@ -116,18 +136,27 @@ pub fn is_codex_skills_item(m: &Value) -> bool {
     m.get("type").and_then(Value::as_str).unwrap_or("message") == "message"
         && role(m) == Some("developer")
         && m.get("content").and_then(Value::as_array).is_some_and(|a| {
-            a.len() == 1 && a[0].get("text").and_then(Value::as_str).is_some_and(|t| t.starts_with(CODEX_SKILLS_PREFIX))
+            a.len() == 1
+                && a[0]
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| t.starts_with(CODEX_SKILLS_PREFIX))
         })
 }
 
 /// Is `m` Claude Code's date-change notice (a `system` turn with one text block, rendered
 /// from a `date` attachment with `changed: true`)?
 pub fn is_claude_date_change_notice(m: &Value) -> bool {
-    let notice = |t: &str| t.starts_with("The date has changed. Today's date is now ") || t.starts_with("The UTC date is now ");
+    let notice = |t: &str| {
+        t.starts_with("The date has changed. Today's date is now ")
+            || t.starts_with("The UTC date is now ")
+    };
     role(m) == Some("system")
         && match m.get("content") {
             // the last message carries the cache breakpoint, so it is a block list
-            Some(Value::Array(a)) => a.len() == 1 && a[0].get("text").and_then(Value::as_str).is_some_and(notice),
+            Some(Value::Array(a)) => {
+                a.len() == 1 && a[0].get("text").and_then(Value::as_str).is_some_and(notice)
+            }
             // earlier in the list it is a plain string
             Some(Value::String(t)) => notice(t),
             _ => false,
@@ -155,7 +184,11 @@ pub fn apply_removal(messages: &mut Vec<Value>, removal: &Removal) {
             }
         }
         Removal::Block { message, block } => {
-            let Some(blocks) = messages.get_mut(message).and_then(|m| m.get_mut("content")).and_then(Value::as_array_mut) else {
+            let Some(blocks) = messages
+                .get_mut(message)
+                .and_then(|m| m.get_mut("content"))
+                .and_then(Value::as_array_mut)
+            else {
                 return;
             };
             if block >= blocks.len() {
@@ -188,7 +221,9 @@ mod tests {
     use serde_json::json;
 
     fn rule() -> TransportRule {
-        TransportRule::ClaudeResumeText { text: CLAUDE_DEFAULT_RESUME_TEXT.into() }
+        TransportRule::ClaudeResumeText {
+            text: CLAUDE_DEFAULT_RESUME_TEXT.into(),
+        }
     }
 
     #[test]
@@ -202,7 +237,13 @@ mod tests {
             ]}),
         ];
         let r = rule().locate(&msgs, 3).unwrap();
-        assert_eq!(r, Removal::Block { message: 2, block: 1 });
+        assert_eq!(
+            r,
+            Removal::Block {
+                message: 2,
+                block: 1
+            }
+        );
         apply_removal(&mut msgs, &r);
         assert_eq!(
             msgs[2]["content"],
@@ -219,7 +260,13 @@ mod tests {
             json!({"role": "system", "content": "note", "output_config": {}}),
         ];
         let r = TransportRule::ClaudeResumeText { text: "N".into() };
-        assert_eq!(r.locate(&msgs, 2), Some(Removal::Block { message: 0, block: 1 }));
+        assert_eq!(
+            r.locate(&msgs, 2),
+            Some(Removal::Block {
+                message: 0,
+                block: 1
+            })
+        );
     }
 
     #[test]
@@ -229,7 +276,9 @@ mod tests {
             json!({"role": "system", "content": "note"}),
             json!({"role": "user", "content": [{"type": "text", "text": "NONCE-1"}]}),
         ];
-        let r = TransportRule::ClaudeResumeText { text: "NONCE-1".into() };
+        let r = TransportRule::ClaudeResumeText {
+            text: "NONCE-1".into(),
+        };
         assert_eq!(r.locate(&msgs, 2), Some(Removal::Message { message: 2 }));
         // Never outside the two allowed places.
         assert_eq!(r.locate(&msgs, 1), None);

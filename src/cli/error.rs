@@ -14,7 +14,11 @@ pub struct CliError {
 
 impl CliError {
     pub fn new(code: i32, message: impl Into<String>, hint: impl Into<Option<String>>) -> Self {
-        CliError { code, message: message.into(), hint: hint.into() }
+        CliError {
+            code,
+            message: message.into(),
+            hint: hint.into(),
+        }
     }
     pub fn render(&self) -> String {
         let mut s = format!("error: {}", self.message);

@@ -36,7 +36,10 @@ pub fn for_category(category: &str) -> i32 {
         "workspace_error" => WORKSPACE,
         "executor_error" => EXECUTOR,
         "ambiguous_execution" => AMBIGUOUS_EXECUTION,
-        "continuation_error" | "model_rate_limit" | "model_internal_error" | "model_connection_error" => CONTINUATION,
+        "continuation_error"
+        | "model_rate_limit"
+        | "model_internal_error"
+        | "model_connection_error" => CONTINUATION,
         "journal_error" => JOURNAL_CORRUPT,
         _ => INTERNAL,
     }

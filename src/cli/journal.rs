@@ -62,8 +62,16 @@ pub fn run(cmd: JournalCmd) -> Result<i32, CliError> {
         JournalCmd::Verify { path, json } => verify(path, json),
         JournalCmd::Show { path } => show(path),
         JournalCmd::Export { path, output } => export(path, output),
-        JournalCmd::Stress { state_dir, max_events } => super::stress::run(state_dir, max_events),
-        JournalCmd::Audit { path, format, output, jobs } => audit(path, format, output, jobs),
+        JournalCmd::Stress {
+            state_dir,
+            max_events,
+        } => super::stress::run(state_dir, max_events),
+        JournalCmd::Audit {
+            path,
+            format,
+            output,
+            jobs,
+        } => audit(path, format, output, jobs),
     }
 }
 
@@ -128,7 +136,11 @@ fn show(path: PathBuf) -> Result<i32, CliError> {
     let mut state = ReplayState::default();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let _ = writeln!(out, "{:>5}  {:<24}  {:<18}  {:<24}  summary", "seq", "time (UTC)", "phase", "event");
+    let _ = writeln!(
+        out,
+        "{:>5}  {:<24}  {:<18}  {:<24}  summary",
+        "seq", "time (UTC)", "phase", "event"
+    );
     let mut bad = None;
     let rep = read_events(&file, |e| {
         let phase = match fold::apply(&mut state, &e) {
@@ -138,7 +150,15 @@ fn show(path: PathBuf) -> Result<i32, CliError> {
                 "ILLEGAL".into()
             }
         };
-        let _ = writeln!(out, "{:>5}  {:<24}  {:<18}  {:<24}  {}", e.seq, rfc3339(e.at_ms), phase, e.event.name(), summary(&e.event));
+        let _ = writeln!(
+            out,
+            "{:>5}  {:<24}  {:<18}  {:<24}  {}",
+            e.seq,
+            rfc3339(e.at_ms),
+            phase,
+            e.event.name(),
+            summary(&e.event)
+        );
         Ok(())
     })?;
     if let TailState::Torn { offset, len } = rep.tail {
@@ -153,7 +173,15 @@ fn show(path: PathBuf) -> Result<i32, CliError> {
 fn export(path: PathBuf, output: Option<PathBuf>) -> Result<i32, CliError> {
     let file = resolve_path(&path)?;
     let mut sink: Box<dyn Write> = match &output {
-        Some(p) => Box::new(std::io::BufWriter::new(std::fs::File::create(p).map_err(|e| CliError::new(exit::CONFIGURATION, format!("cannot create {}: {e}", p.display()), None))?)),
+        Some(p) => Box::new(std::io::BufWriter::new(std::fs::File::create(p).map_err(
+            |e| {
+                CliError::new(
+                    exit::CONFIGURATION,
+                    format!("cannot create {}: {e}", p.display()),
+                    None,
+                )
+            },
+        )?)),
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
     };
     read_events(&file, |e| {
@@ -173,7 +201,13 @@ pub enum AuditFormat {
 
 fn emit(output: &Option<PathBuf>, text: &str) -> Result<(), CliError> {
     match output {
-        Some(p) => std::fs::write(p, text).map_err(|e| CliError::new(exit::CONFIGURATION, format!("cannot write {}: {e}", p.display()), None)),
+        Some(p) => std::fs::write(p, text).map_err(|e| {
+            CliError::new(
+                exit::CONFIGURATION,
+                format!("cannot write {}: {e}", p.display()),
+                None,
+            )
+        }),
         None => {
             print!("{text}");
             Ok(())
@@ -181,7 +215,12 @@ fn emit(output: &Option<PathBuf>, text: &str) -> Result<(), CliError> {
     }
 }
 
-fn audit(path: PathBuf, format: AuditFormat, output: Option<PathBuf>, jobs: usize) -> Result<i32, CliError> {
+fn audit(
+    path: PathBuf,
+    format: AuditFormat,
+    output: Option<PathBuf>,
+    jobs: usize,
+) -> Result<i32, CliError> {
     use crate::audit::{self, fleet};
     let single = resolve_path(&path).is_ok();
     if single {
@@ -199,11 +238,20 @@ fn audit(path: PathBuf, format: AuditFormat, output: Option<PathBuf>, jobs: usiz
     }
     let runs = fleet::find_runs(&path);
     if runs.is_empty() {
-        return Err(CliError::new(exit::CONFIGURATION, format!("no run state directory (holding journal.pvj) below {}", path.display()), Some("pass a run's state directory, a journal file, or a folder of runs".into())));
+        return Err(CliError::new(
+            exit::CONFIGURATION,
+            format!(
+                "no run state directory (holding journal.pvj) below {}",
+                path.display()
+            ),
+            Some("pass a run's state directory, a journal file, or a folder of runs".into()),
+        ));
     }
     let all = fleet::audit_all(&runs, jobs);
     let summary = fleet::summarize(&all);
-    let ok = all.iter().all(|(_, r)| r.as_ref().map(|r| r.ok).unwrap_or(false));
+    let ok = all
+        .iter()
+        .all(|(_, r)| r.as_ref().map(|r| r.ok).unwrap_or(false));
     let text = match format {
         AuditFormat::Json => serde_json::to_string_pretty(&serde_json::json!({ "summary": summary, "runs": all.iter().map(|(p, r)| match r { Ok(r) => serde_json::to_value(r).unwrap_or_default(), Err(e) => serde_json::json!({"journal": p, "error": e}) }).collect::<Vec<_>>() })).unwrap_or_default() + "\n",
         AuditFormat::Text => {

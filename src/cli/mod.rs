@@ -10,7 +10,11 @@ pub mod stress;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "pvisor", version, about = "Replay an AI coding agent's trajectory in a fresh sandbox and continue it with the real agent")]
+#[command(
+    name = "pvisor",
+    version,
+    about = "Replay an AI coding agent's trajectory in a fresh sandbox and continue it with the real agent"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -32,7 +36,11 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() { exit::CONFIGURATION } else { exit::OK };
+            return if e.use_stderr() {
+                exit::CONFIGURATION
+            } else {
+                exit::OK
+            };
         }
     };
     let res = match cli.command {

@@ -150,11 +150,18 @@ fn print(result: &crate::fold::ReplayResult) {
 
 pub fn run(args: ReplayArgs) -> Result<i32, CliError> {
     let start = if let Some(path) = args.resume_journal.clone() {
-        Start::Resume { path, boundary_user_prompt: args.boundary_user_prompt.clone(), accept_at_least_once: args.accept_at_least_once }
+        Start::Resume {
+            path,
+            boundary_user_prompt: args.boundary_user_prompt.clone(),
+            accept_at_least_once: args.accept_at_least_once,
+        }
     } else {
         let mut fields = args.fields();
         let loaded = match (&args.config, &args.request) {
-            (Some(_), Some(_)) => Err(request::RequestError { message: "--config and --request exclude each other".into(), hint: None }),
+            (Some(_), Some(_)) => Err(request::RequestError {
+                message: "--config and --request exclude each other".into(),
+                hint: None,
+            }),
             (Some(c), None) => request::load_toml(c).map(Some),
             (None, Some(r)) => request::load_json(r).map(Some),
             (None, None) => Ok(None),
@@ -169,7 +176,13 @@ pub fn run(args: ReplayArgs) -> Result<i32, CliError> {
         match req {
             Ok(r) => Start::Fresh(r),
             Err(e) => {
-                print(&early_failure("configuration_error", &e.message, args.run_id.clone(), None, None));
+                print(&early_failure(
+                    "configuration_error",
+                    &e.message,
+                    args.run_id.clone(),
+                    None,
+                    None,
+                ));
                 return Err(CliError::new(exit::CONFIGURATION, e.message, e.hint));
             }
         }
@@ -177,7 +190,15 @@ pub fn run(args: ReplayArgs) -> Result<i32, CliError> {
     let out = engine::run(start);
     print(&out.result);
     if let Some(f) = &out.result.failure {
-        eprintln!("{}", CliError::new(out.exit_code, format!("{}: {}", f.category, f.message), out.hint.clone()).render());
+        eprintln!(
+            "{}",
+            CliError::new(
+                out.exit_code,
+                format!("{}: {}", f.category, f.message),
+                out.hint.clone()
+            )
+            .render()
+        );
     }
     Ok(out.exit_code)
 }

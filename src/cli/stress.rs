@@ -20,47 +20,145 @@ fn next(s: &ReplayState, started_here: bool) -> Option<Event> {
     let d = |x: String| format!("blake3:{}", blake3::hash(x.as_bytes()).to_hex());
     Some(match s.phase {
         Phase::Empty => Event::RunRequested(RunRequested {
-            run_id: "stress".into(), request_digest: d("req".into()), request_json: "{}".into(), agent: "stress".into(), agent_version: None, agent_entrypoint: None,
-            mode: Mode::ReplayOnly, after_step: BATCHES, max_steps: None, boundary_prompt: None, source_path: "-".into(), workspace: "-".into(), state_dir: "-".into(), output_dir: "-".into(), pvisor_version: env!("CARGO_PKG_VERSION").into(), model: None,
+            run_id: "stress".into(),
+            request_digest: d("req".into()),
+            request_json: "{}".into(),
+            agent: "stress".into(),
+            agent_version: None,
+            agent_entrypoint: None,
+            mode: Mode::ReplayOnly,
+            after_step: BATCHES,
+            max_steps: None,
+            boundary_prompt: None,
+            source_path: "-".into(),
+            workspace: "-".into(),
+            state_dir: "-".into(),
+            output_dir: "-".into(),
+            pvisor_version: env!("CARGO_PKG_VERSION").into(),
+            model: None,
         }),
         Phase::Requested => Event::TrajectoryParsed(TrajectoryParsed {
-            source_path: "-".into(), source_sha256: "sha256:-".into(), session_id: None, recorded_version: None, model_turns: BATCHES,
-            batches: (1..=BATCHES).map(|i| BatchSummary { index: i, model_turn: i, locator: format!("line:{i}"), calls: vec![CallSummary { call_id: format!("c{i}"), tool: "Bash".into(), args_digest: d(format!("a{i}")), class: "mutating".into() }], complete: true }).collect(),
+            source_path: "-".into(),
+            source_sha256: "sha256:-".into(),
+            session_id: None,
+            recorded_version: None,
+            model_turns: BATCHES,
+            batches: (1..=BATCHES)
+                .map(|i| BatchSummary {
+                    index: i,
+                    model_turn: i,
+                    locator: format!("line:{i}"),
+                    calls: vec![CallSummary {
+                        call_id: format!("c{i}"),
+                        tool: "Bash".into(),
+                        args_digest: d(format!("a{i}")),
+                        class: "mutating".into(),
+                    }],
+                    complete: true,
+                })
+                .collect(),
             plan_blob: "-".into(),
         }),
-        Phase::Parsed => Event::BoundaryValidated(BoundaryValidated { after_step: BATCHES, prefix_tool_calls: BATCHES, prefix_model_turns: BATCHES, max_boundary: BATCHES, live_budget: None, stale_calls: vec![] }),
-        Phase::Validated => Event::SessionWritten(SessionWritten { role: SessionRole::Prepared, path: "-".into(), digest: d("p".into()), records: 0 }),
+        Phase::Parsed => Event::BoundaryValidated(BoundaryValidated {
+            after_step: BATCHES,
+            prefix_tool_calls: BATCHES,
+            prefix_model_turns: BATCHES,
+            max_boundary: BATCHES,
+            live_budget: None,
+            stale_calls: vec![],
+        }),
+        Phase::Validated => Event::SessionWritten(SessionWritten {
+            role: SessionRole::Prepared,
+            path: "-".into(),
+            digest: d("p".into()),
+            records: 0,
+        }),
         Phase::Prepared => Event::BatchStarted(BatchStarted { batch: 1, calls: 1 }),
-        Phase::BatchDone(k) if k < BATCHES => Event::BatchStarted(BatchStarted { batch: k + 1, calls: 1 }),
-        Phase::BatchDone(_) => Event::SessionWritten(SessionWritten { role: SessionRole::Reconstructed, path: "-".into(), digest: d("r".into()), records: 0 }),
+        Phase::BatchDone(k) if k < BATCHES => Event::BatchStarted(BatchStarted {
+            batch: k + 1,
+            calls: 1,
+        }),
+        Phase::BatchDone(_) => Event::SessionWritten(SessionWritten {
+            role: SessionRole::Reconstructed,
+            path: "-".into(),
+            digest: d("r".into()),
+            records: 0,
+        }),
         Phase::Replaying(k) => {
             let call = s.calls.get(&(k, 0));
             match call {
-                None => Event::ToolCallStarted(ToolCallStarted { batch: k, call: 0, call_id: format!("c{k}"), tool: "Bash".into(), args_digest: d(format!("a{k}")), class: "mutating".into() }),
-                Some(c) if c.in_doubt() && started_here => Event::ToolCallFinished(ToolCallFinished { batch: k, call: 0, call_id: c.call_id.clone(), exit_code: Some(0), is_error: false, duration_ms: 1, observation_digest: d(format!("o{k}")), observation_blob: "-".into(), observation_len: 1, stale: false, touched: vec![] }),
-                Some(c) if c.in_doubt() && c.in_doubt_decisions.len() < c.starts as usize => Event::InDoubtResolved(InDoubtResolved { batch: k, call: 0, call_id: c.call_id.clone(), tool: c.tool.clone(), decision: "rerun_accepted".into() }),
-                Some(c) if c.in_doubt() && c.in_doubt_decisions.len() == c.starts as usize => Event::ToolCallStarted(ToolCallStarted { batch: k, call: 0, call_id: format!("c{k}"), tool: "Bash".into(), args_digest: d(format!("a{k}")), class: "mutating".into() }),
-                Some(_) => Event::BatchFinished(BatchFinished { batch: k, workspace_digest: d(format!("w{k}")) }),
+                None => Event::ToolCallStarted(ToolCallStarted {
+                    batch: k,
+                    call: 0,
+                    call_id: format!("c{k}"),
+                    tool: "Bash".into(),
+                    args_digest: d(format!("a{k}")),
+                    class: "mutating".into(),
+                }),
+                Some(c) if c.in_doubt() && started_here => {
+                    Event::ToolCallFinished(ToolCallFinished {
+                        batch: k,
+                        call: 0,
+                        call_id: c.call_id.clone(),
+                        exit_code: Some(0),
+                        is_error: false,
+                        duration_ms: 1,
+                        observation_digest: d(format!("o{k}")),
+                        observation_blob: "-".into(),
+                        observation_len: 1,
+                        stale: false,
+                        touched: vec![],
+                    })
+                }
+                Some(c) if c.in_doubt() && c.in_doubt_decisions.len() < c.starts as usize => {
+                    Event::InDoubtResolved(InDoubtResolved {
+                        batch: k,
+                        call: 0,
+                        call_id: c.call_id.clone(),
+                        tool: c.tool.clone(),
+                        decision: "rerun_accepted".into(),
+                    })
+                }
+                Some(c) if c.in_doubt() && c.in_doubt_decisions.len() == c.starts as usize => {
+                    Event::ToolCallStarted(ToolCallStarted {
+                        batch: k,
+                        call: 0,
+                        call_id: format!("c{k}"),
+                        tool: "Bash".into(),
+                        args_digest: d(format!("a{k}")),
+                        class: "mutating".into(),
+                    })
+                }
+                Some(_) => Event::BatchFinished(BatchFinished {
+                    batch: k,
+                    workspace_digest: d(format!("w{k}")),
+                }),
             }
         }
-        Phase::Replayed => Event::RunFinished(RunFinished { result_digest: d("done".into()) }),
+        Phase::Replayed => Event::RunFinished(RunFinished {
+            result_digest: d("done".into()),
+        }),
         _ => return None,
     })
 }
 
 pub fn run(state_dir: PathBuf, max_events: u64) -> Result<i32, CliError> {
     let (mut j, events, _) = Journal::open_dir(&state_dir)?;
-    let mut state = fold::fold(&events).map_err(|e| CliError::new(exit::JOURNAL_ILLEGAL_ORDER, e.to_string(), None))?;
+    let mut state = fold::fold(&events)
+        .map_err(|e| CliError::new(exit::JOURNAL_ILLEGAL_ORDER, e.to_string(), None))?;
     let stdout = std::io::stdout();
     let mut n = 0;
     let mut started_here = false;
     while n < max_events {
         // A call started by an earlier (killed) process and never finished is in doubt: the
         // decision is journaled before it is re-run. A call this process started is finished.
-        let Some(ev) = next(&state, started_here) else { break };
+        let Some(ev) = next(&state, started_here) else {
+            break;
+        };
         started_here = matches!(ev, Event::ToolCallStarted(_));
         let stored = j.append(ev, Durability::Sync)?;
-        fold::apply(&mut state, &stored).map_err(|e| CliError::new(exit::JOURNAL_ILLEGAL_ORDER, e.to_string(), None))?;
+        fold::apply(&mut state, &stored)
+            .map_err(|e| CliError::new(exit::JOURNAL_ILLEGAL_ORDER, e.to_string(), None))?;
         let mut out = stdout.lock();
         let _ = writeln!(out, "ack {}", stored.seq);
         let _ = out.flush();

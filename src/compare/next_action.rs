@@ -24,8 +24,16 @@ pub fn similarity(a: &str, b: &str) -> f64 {
     similar::TextDiff::from_chars(a, b).ratio() as f64
 }
 
-pub fn compare(original: Option<&Action>, live: Option<&Action>, boundary_prompt_injected: bool) -> serde_json::Value {
-    let input_condition = if boundary_prompt_injected { "boundary_user_prompt_appended" } else { "replayed_boundary_only" };
+pub fn compare(
+    original: Option<&Action>,
+    live: Option<&Action>,
+    boundary_prompt_injected: bool,
+) -> serde_json::Value {
+    let input_condition = if boundary_prompt_injected {
+        "boundary_user_prompt_appended"
+    } else {
+        "replayed_boundary_only"
+    };
     let (Some(o), Some(l)) = (original, live) else {
         return serde_json::json!({
             "schema_version": SCHEMA,
@@ -64,7 +72,11 @@ mod tests {
     use super::*;
     #[test]
     fn identical_and_different_actions() {
-        let a = Action { text: "I'll edit the file.".into(), reasoning: String::new(), tools: vec![("Edit".into(), serde_json::json!({"a":1,"b":2}))] };
+        let a = Action {
+            text: "I'll edit the file.".into(),
+            reasoning: String::new(),
+            tools: vec![("Edit".into(), serde_json::json!({"a":1,"b":2}))],
+        };
         let mut b = a.clone();
         b.tools[0].1 = serde_json::json!({"b":2,"a":1});
         let v = compare(Some(&a), Some(&b), false);

@@ -38,6 +38,9 @@ pub struct AgentCommand {
     pub env: Vec<(String, String)>,
     pub cwd: PathBuf,
     pub stdin: StdinMode,
+    /// Host/time snapshots of the native session the adapter set to the live values before
+    /// this start (journaled with `continuation_started`).
+    pub neutralized: Vec<journal_format::event::Neutralized>,
 }
 
 /// How the agent process ended.
@@ -77,7 +80,12 @@ pub trait ContinuationAgent: Send {
     /// Exactly what this agent's resume inserts into its requests.
     fn transport_rule(&self) -> TransportRule;
     /// The command resuming the rebuilt session against the bridge with `budget` live steps.
-    fn command(&mut self, bridge_url: &str, bridge_key: &str, budget: Option<u64>) -> Result<AgentCommand, AdapterError>;
+    fn command(
+        &mut self,
+        bridge_url: &str,
+        bridge_key: &str,
+        budget: Option<u64>,
+    ) -> Result<AgentCommand, AdapterError>;
     /// One stdout line; returns true once the agent reported its final result.
     fn observe_stdout(&mut self, line: &str) -> bool;
     /// The agent's status from what it reported, its exit and the bridge's counters.
@@ -90,7 +98,9 @@ pub trait ContinuationAgent: Send {
     /// interrupted last turn. With `write`, the session is rewritten cleaned and cut after
     /// the last complete turn (so the agent resumes there); without, nothing is changed.
     fn resume(&mut self, _write: bool) -> Result<ResumeInfo, AdapterError> {
-        Err(AdapterError::Unsupported("this agent's continuation cannot be resumed after a crash".into()))
+        Err(AdapterError::Unsupported(
+            "this agent's continuation cannot be resumed after a crash".into(),
+        ))
     }
 }
 
@@ -114,7 +124,12 @@ impl<T: ContinuationAgent + ?Sized> ContinuationAgent for Box<T> {
     fn transport_rule(&self) -> TransportRule {
         (**self).transport_rule()
     }
-    fn command(&mut self, bridge_url: &str, bridge_key: &str, budget: Option<u64>) -> Result<AgentCommand, AdapterError> {
+    fn command(
+        &mut self,
+        bridge_url: &str,
+        bridge_key: &str,
+        budget: Option<u64>,
+    ) -> Result<AgentCommand, AdapterError> {
         (**self).command(bridge_url, bridge_key, budget)
     }
     fn observe_stdout(&mut self, line: &str) -> bool {
@@ -212,13 +227,18 @@ where
     F: FnMut(Event) -> Result<(), E>,
 {
     if spec.budget == Some(0) {
-        return Err(AdapterError::Continuation("the live step budget is 0: a continuation needs at least one step".into()));
+        return Err(AdapterError::Continuation(
+            "the live step budget is 0: a continuation needs at least one step".into(),
+        ));
     }
-    let journal = |r: Result<(), E>| r.map_err(|e| AdapterError::Continuation(format!("journal: {e}")));
+    let journal =
+        |r: Result<(), E>| r.map_err(|e| AdapterError::Continuation(format!("journal: {e}")));
     bridge_cfg.protocol = agent.protocol();
     bridge_cfg.transport = agent.transport_rule();
     bridge_cfg.max_steps = spec.budget;
-    let (bridge, mut notices) = bridge::start(bridge_cfg).await.map_err(|e| AdapterError::Continuation(e.to_string()))?;
+    let (bridge, mut notices) = bridge::start(bridge_cfg)
+        .await
+        .map_err(|e| AdapterError::Continuation(e.to_string()))?;
     journal(on_event(Event::BridgeStarted(bridge.started_event())))?;
 
     let cmd = agent.command(&bridge.base_url(), bridge.key(), spec.budget)?;
@@ -229,6 +249,7 @@ where
         agent_version: spec.agent_version.clone(),
         budget: spec.budget,
         attempt: spec.attempt.max(1),
+        neutralized: cmd.neutralized.clone(),
     })))?;
 
     let mut command = tokio::process::Command::new(&cmd.program);
@@ -251,14 +272,22 @@ where
     let parent = std::process::id() as libc::pid_t;
     unsafe {
         command.pre_exec(move || {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            );
             if libc::getppid() != parent {
                 libc::_exit(1); // pvisor died before the signal was armed
             }
             Ok(())
         });
     }
-    let mut child = command.spawn().map_err(|e| AdapterError::Continuation(format!("cannot start {}: {e}", cmd.program.display())))?;
+    let mut child = command.spawn().map_err(|e| {
+        AdapterError::Continuation(format!("cannot start {}: {e}", cmd.program.display()))
+    })?;
     let pid = child.id();
     let mut stdin = child.stdin.take();
     let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
@@ -267,7 +296,10 @@ where
         std::fs::create_dir_all(d).ok()?;
         std::fs::File::create(d.join("agent-stdout.log")).ok()
     });
-    let mut err_log = spec.log_dir.as_ref().and_then(|d| std::fs::File::create(d.join("agent-stderr.log")).ok());
+    let mut err_log = spec
+        .log_dir
+        .as_ref()
+        .and_then(|d| std::fs::File::create(d.join("agent-stderr.log")).ok());
     let mut err_tail: VecDeque<u8> = VecDeque::new();
 
     let deadline = tokio::time::Instant::now() + spec.timeout;
@@ -351,33 +383,62 @@ where
 
     let status = exit.expect("loop ends after exit");
     use std::os::unix::process::ExitStatusExt;
-    let info = ExitInfo { code: status.code(), signal: status.signal(), timed_out };
+    let info = ExitInfo {
+        code: status.code(),
+        signal: status.signal(),
+        timed_out,
+    };
     let mut verdict = agent.verdict(&info, &stats, spec.budget);
     if timed_out {
         verdict = AgentVerdict {
             status: AgentStatus::Failed,
-            message: Some(format!("the agent did not finish within {} s", spec.timeout.as_secs())),
+            message: Some(format!(
+                "the agent did not finish within {} s",
+                spec.timeout.as_secs()
+            )),
         };
     } else if stats.budget_refused && spec.budget == Some(stats.steps) {
         // The bridge refused the request beyond the budget (agents without a turn limit of
         // their own, e.g. Codex): the budget stopped the agent.
-        verdict = AgentVerdict { status: AgentStatus::MaxSteps, message: Some(format!("live step budget of {} used; the bridge refused the next model request", stats.steps)) };
+        verdict = AgentVerdict {
+            status: AgentStatus::MaxSteps,
+            message: Some(format!(
+                "live step budget of {} used; the bridge refused the next model request",
+                stats.steps
+            )),
+        };
     } else if let Some(f) = &stats.failure {
-        verdict = AgentVerdict { status: AgentStatus::Failed, message: Some(format!("bridge refused the continuation: {f}")) };
+        verdict = AgentVerdict {
+            status: AgentStatus::Failed,
+            message: Some(format!("bridge refused the continuation: {f}")),
+        };
     }
     let continued = match agent.finish() {
         Ok(c) => c,
         Err(e) => {
             if verdict.status != AgentStatus::Failed {
-                verdict = AgentVerdict { status: AgentStatus::Failed, message: Some(e.to_string()) };
+                verdict = AgentVerdict {
+                    status: AgentStatus::Failed,
+                    message: Some(e.to_string()),
+                };
             }
             None
         }
     };
     if verdict.status == AgentStatus::Failed && verdict.message.is_none() {
-        let tail = String::from_utf8_lossy(&err_tail.iter().copied().collect::<Vec<_>>()).trim().to_string();
+        let tail = String::from_utf8_lossy(&err_tail.iter().copied().collect::<Vec<_>>())
+            .trim()
+            .to_string();
         if !tail.is_empty() {
-            verdict.message = Some(tail.chars().rev().take(2000).collect::<Vec<_>>().into_iter().rev().collect());
+            verdict.message = Some(
+                tail.chars()
+                    .rev()
+                    .take(2000)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect(),
+            );
         }
     }
     journal(on_event(Event::AgentExited(AgentExited {

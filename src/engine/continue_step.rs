@@ -18,7 +18,10 @@ use crate::request::{ModelProtocol, ReplayRequest};
 pub fn entrypoint(req: &ReplayRequest, default_cmd: &str) -> Result<PathBuf, RunError> {
     if let Some(p) = &req.agent_entrypoint {
         if !p.is_file() {
-            return Err(RunError::Configuration(format!("--agent-entrypoint {} does not exist", p.display())));
+            return Err(RunError::Configuration(format!(
+                "--agent-entrypoint {} does not exist",
+                p.display()
+            )));
         }
         return Ok(p.clone());
     }
@@ -30,11 +33,23 @@ pub fn entrypoint(req: &ReplayRequest, default_cmd: &str) -> Result<PathBuf, Run
 
 /// `<entrypoint> --version`, checked against the capability table.
 pub fn probe_version(req: &ReplayRequest, entry: &std::path::Path) -> Result<String, RunError> {
-    let out = std::process::Command::new(entry).arg("--version").stdin(std::process::Stdio::null()).output().map_err(|e| RunError::Configuration(format!("cannot run {} --version: {e}", entry.display())))?;
+    let out = std::process::Command::new(entry)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| {
+            RunError::Configuration(format!("cannot run {} --version: {e}", entry.display()))
+        })?;
     let v = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    let cap = crate::adapters::capabilities::lookup(&req.agent).ok_or_else(|| RunError::UnsupportedAgent(req.agent.clone()))?;
+    let cap = crate::adapters::capabilities::lookup(&req.agent)
+        .ok_or_else(|| RunError::UnsupportedAgent(req.agent.clone()))?;
     if !cap.accepts(&v) {
-        return Err(RunError::UnsupportedVersion(format!("{} reports version `{v}`; the {} adapter supports {}", entry.display(), req.agent, cap.accepted.join(", "))));
+        return Err(RunError::UnsupportedVersion(format!(
+            "{} reports version `{v}`; the {} adapter supports {}",
+            entry.display(),
+            req.agent,
+            cap.accepted.join(", ")
+        )));
     }
     Ok(v)
 }
@@ -49,7 +64,13 @@ struct Resumed {
 /// Before attempt 2, 3…: read the agent's own session (it holds the live turns of the earlier
 /// attempts), apply the in-doubt policy to an interrupted turn, cut it, and check that the
 /// longer prefix starts with the journaled rebuilt prefix.
-fn prepare_resume(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, rebuilt: &RebuiltSession, agent: &mut Box<dyn crate::continuation::ContinuationAgent>) -> Result<Resumed, RunError> {
+fn prepare_resume(
+    rec: &mut Recorder,
+    adapter: &dyn Adapter,
+    req: &ReplayRequest,
+    rebuilt: &RebuiltSession,
+    agent: &mut Box<dyn crate::continuation::ContinuationAgent>,
+) -> Result<Resumed, RunError> {
     let journaled = rec.state.steps.len() as u64;
     let info = agent.resume(false)?;
     let m = info.complete_turns;
@@ -62,24 +83,62 @@ fn prepare_resume(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest
     // tool calls only after the step is durable) but are not complete turns of the session:
     // the agent may have run their tools and not stored the results yet (Claude writes its
     // transcript lazily). Asking the model again re-runs them: the in-doubt policy decides.
-    let inputs: Vec<(String, String, serde_json::Value)> = info.interrupted.clone().unwrap_or_default();
+    let inputs: Vec<(String, String, serde_json::Value)> =
+        info.interrupted.clone().unwrap_or_default();
     for st in rec.state.steps[m as usize..].to_vec() {
         if st.tools.is_empty() {
             continue;
         }
         let read_only = st.tools.iter().all(|name| {
-            let input = inputs.iter().find(|(_, n, _)| n == name).map(|t| t.2.clone()).unwrap_or(serde_json::Value::Null);
-            let call = crate::adapter::ToolCall { call_id: String::new(), tool: name.clone(), input, original: None, locator: Default::default() };
+            let input = inputs
+                .iter()
+                .find(|(_, n, _)| n == name)
+                .map(|t| t.2.clone())
+                .unwrap_or(serde_json::Value::Null);
+            let call = crate::adapter::ToolCall {
+                call_id: String::new(),
+                tool: name.clone(),
+                input,
+                original: None,
+                locator: Default::default(),
+            };
             adapter.classify(&call) == crate::adapter::ToolClass::ReadOnly
         });
-        let decision = if read_only { "rerun_read_only" } else if req.accept_at_least_once { "rerun_accepted" } else { "stopped" };
-        let ids = if st.n == m + 1 { inputs.iter().map(|t| t.0.as_str()).collect::<Vec<_>>().join(",") } else { String::new() };
-        let already = decision == "stopped" && rec.state.live_in_doubt.last().is_some_and(|d| d.call == st.n && d.decision == "stopped");
+        let decision = if read_only {
+            "rerun_read_only"
+        } else if req.accept_at_least_once {
+            "rerun_accepted"
+        } else {
+            "stopped"
+        };
+        let ids = if st.n == m + 1 {
+            inputs
+                .iter()
+                .map(|t| t.0.as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        } else {
+            String::new()
+        };
+        let already = decision == "stopped"
+            && rec
+                .state
+                .live_in_doubt
+                .last()
+                .is_some_and(|d| d.call == st.n && d.decision == "stopped");
         if !already {
-            rec.record(Event::InDoubtResolved(InDoubtResolved { batch: 0, call: st.n, call_id: ids, tool: st.tools.join(","), decision: decision.into() }))?;
+            rec.record(Event::InDoubtResolved(InDoubtResolved {
+                batch: 0,
+                call: st.n,
+                call_id: ids,
+                tool: st.tools.join(","),
+                decision: decision.into(),
+            }))?;
         }
         if decision == "stopped" {
-            return Err(RunError::AmbiguousExecution(rec.state.blocked.clone().unwrap_or_default()));
+            return Err(RunError::AmbiguousExecution(
+                rec.state.blocked.clone().unwrap_or_default(),
+            ));
         }
     }
     let info = agent.resume(true)?;
@@ -88,27 +147,68 @@ fn prepare_resume(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest
     // The longer prefix must start with the prefix the first bridge journaled.
     if let Some(first) = &rec.state.bridge.started {
         let n = first.prefix_items as usize;
-        let canon: Vec<serde_json::Value> = prefix.iter().map(crate::bridge::canonical::canonical_anthropic_message).collect();
+        let canon: Vec<serde_json::Value> = prefix
+            .iter()
+            .map(crate::bridge::canonical::canonical_anthropic_message)
+            .collect();
         let d = (n <= canon.len()).then(|| crate::bridge::canonical::prefix_digest(&canon[..n]));
         if d.as_deref() != Some(first.prefix_digest.as_str()) {
-            return Err(RunError::Continuation(format!("the agent's session no longer starts with the journaled prefix ({} messages, {})", first.prefix_items, first.prefix_digest)));
+            return Err(RunError::Continuation(format!(
+                "the agent's session no longer starts with the journaled prefix ({} messages, {})",
+                first.prefix_items, first.prefix_digest
+            )));
         }
     }
     let live_budget = rec.state.boundary.as_ref().and_then(|b| b.live_budget);
-    Ok(Resumed { prefix, steps_before: m, budget: live_budget.map(|b| b.saturating_sub(m)) })
+    Ok(Resumed {
+        prefix,
+        steps_before: m,
+        budget: live_budget.map(|b| b.saturating_sub(m)),
+    })
 }
 
-pub fn run(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, rebuilt: &RebuiltSession) -> Result<(), RunError> {
-    if req.boundary_user_prompt.is_none() && rec.state.request.as_ref().and_then(|r| r.boundary_prompt.as_ref()).is_some() {
+pub fn run(
+    rec: &mut Recorder,
+    adapter: &dyn Adapter,
+    req: &ReplayRequest,
+    rebuilt: &RebuiltSession,
+) -> Result<(), RunError> {
+    if req.boundary_user_prompt.is_none()
+        && rec
+            .state
+            .request
+            .as_ref()
+            .and_then(|r| r.boundary_prompt.as_ref())
+            .is_some()
+    {
         return Err(RunError::Configuration("this run has a boundary prompt that is not injected yet: pass the same --boundary-user-prompt again (it is never stored)".into()));
     }
-    let command = crate::adapters::capabilities::lookup(&req.agent).map(|c| c.command).unwrap_or("agent");
+    let command = crate::adapters::capabilities::lookup(&req.agent)
+        .map(|c| c.command)
+        .unwrap_or("agent");
     let entry = entrypoint(req, command)?;
     let version = probe_version(req, &entry)?;
     let attempt = rec.state.continuations.len() as u64 + 1;
-    let continued_artifact = req.output_dir.join("native").join(format!("continued-session.{}", req.trajectory.extension().and_then(|e| e.to_str()).unwrap_or("jsonl")));
-    let mut agent = adapter.continuation(&ContinueRequest { entrypoint: &entry, rebuilt, workspace: &req.workspace, state_dir: &req.state_dir, continued_artifact: &continued_artifact, model: req.model.model.clone() })?;
-    let resumed = if attempt > 1 { Some(prepare_resume(rec, adapter, req, rebuilt, &mut agent)?) } else { None };
+    let continued_artifact = req.output_dir.join("native").join(format!(
+        "continued-session.{}",
+        req.trajectory
+            .extension()
+            .and_then(|e| e.to_str())
+            .unwrap_or("jsonl")
+    ));
+    let mut agent = adapter.continuation(&ContinueRequest {
+        entrypoint: &entry,
+        rebuilt,
+        workspace: &req.workspace,
+        state_dir: &req.state_dir,
+        continued_artifact: &continued_artifact,
+        model: req.model.model.clone(),
+    })?;
+    let resumed = if attempt > 1 {
+        Some(prepare_resume(rec, adapter, req, rebuilt, &mut agent)?)
+    } else {
+        None
+    };
     let budget = match &resumed {
         Some(r) => r.budget,
         None => rec.state.boundary.as_ref().and_then(|b| b.live_budget),
@@ -119,65 +219,149 @@ pub fn run(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, rebui
         rec.record(Event::AgentExited(AgentExited { status: AgentStatus::MaxSteps, code: None, signal: None, message: Some("live step budget used before the run was interrupted; the agent was not started again".into()) }))?;
         return write_continued(rec, adapter, req, rebuilt);
     }
-    std::fs::create_dir_all(req.state_dir.join("logs")).map_err(|e| RunError::Internal(format!("{}: {e}", req.state_dir.join("logs").display())))?;
+    std::fs::create_dir_all(req.state_dir.join("logs")).map_err(|e| {
+        RunError::Internal(format!("{}: {e}", req.state_dir.join("logs").display()))
+    })?;
     let mut spec = ContinuationSpec::new(budget);
     spec.agent_version = Some(version);
     spec.attempt = attempt;
     spec.log_dir = Some(req.state_dir.join("logs"));
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| RunError::Internal(format!("tokio runtime: {e}")))?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| RunError::Internal(format!("tokio runtime: {e}")))?;
     let outcome = rt.block_on(async {
         // The upstream: the built-in scripted model on 127.0.0.1, or the configured URL.
         let mut _server = None;
         let upstream = if let Some(script) = &req.model.script {
-            let s = crate::model::Script::from_path(script).map_err(|e| RunError::Configuration(format!("--model-script {}: {e}", script.display())))?;
+            let s = crate::model::Script::from_path(script).map_err(|e| {
+                RunError::Configuration(format!("--model-script {}: {e}", script.display()))
+            })?;
             let s = s.substitute(&[("CWD", &req.workspace.display().to_string())]);
             let key = crate::bridge::random_key();
-            let server = crate::model::start(s, crate::model::ServerOptions { api_key: Some(key.clone()), log_path: Some(req.state_dir.join("logs/scripted-model.jsonl")), ..Default::default() })
-                .await
-                .map_err(|e| RunError::Internal(format!("scripted model server: {e}")))?;
+            let server = crate::model::start(
+                s,
+                crate::model::ServerOptions {
+                    api_key: Some(key.clone()),
+                    log_path: Some(req.state_dir.join("logs/scripted-model.jsonl")),
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(|e| RunError::Internal(format!("scripted model server: {e}")))?;
             let base = server.base_url();
             _server = Some(server);
-            Upstream { base_url: base, mode: UpstreamMode::Native, api_key: Some(key), model: req.model.model.clone(), response_timeout: Duration::from_secs(300) }
+            Upstream {
+                base_url: base,
+                mode: UpstreamMode::Native,
+                api_key: Some(key),
+                model: req.model.model.clone(),
+                response_timeout: Duration::from_secs(300),
+            }
         } else {
             let base = req.model.base_url.clone().unwrap_or_default();
-            let key = req.model.api_key_env.as_ref().and_then(|n| std::env::var(n).ok());
+            let key = req
+                .model
+                .api_key_env
+                .as_ref()
+                .and_then(|n| std::env::var(n).ok());
             let mode = match req.model.protocol {
                 Some(ModelProtocol::OpenaiChat) => UpstreamMode::OpenAiChat,
                 _ => UpstreamMode::Native,
             };
-            Upstream { base_url: base, mode, api_key: key, model: req.model.model.clone(), response_timeout: Duration::from_secs(600) }
+            Upstream {
+                base_url: base,
+                mode,
+                api_key: key,
+                model: req.model.model.clone(),
+                response_timeout: Duration::from_secs(600),
+            }
         };
         let cfg = BridgeConfig {
             // The runner sets both from the agent (`ContinuationAgent::protocol/transport_rule`).
             protocol: agent.protocol(),
             transport: agent.transport_rule(),
-            prefix: resumed.as_ref().map(|r| r.prefix.clone()).unwrap_or_else(|| rebuilt.prefix.clone()),
+            prefix: resumed
+                .as_ref()
+                .map(|r| r.prefix.clone())
+                .unwrap_or_else(|| rebuilt.prefix.clone()),
             boundary_prompt: req.boundary_user_prompt.clone(),
             disable_thinking: req.disable_thinking,
             max_steps: budget,
             upstream,
             key: None,
             port: 0,
-            resume: resumed.as_ref().map(|r| BridgeResume { boundary_at: rebuilt.prefix.len(), prompt_injected_before: rec.state.bridge.injections > 0, steps_before: r.steps_before }),
+            resume: resumed.as_ref().map(|r| BridgeResume {
+                boundary_at: rebuilt.prefix.len(),
+                prompt_injected_before: rec.state.bridge.injections > 0,
+                steps_before: r.steps_before,
+            }),
+            refused_blobs: Some(req.state_dir.clone()),
         };
-        run_continuation(&mut agent, &spec, cfg, |ev: Event| rec.record(ev).map(|_| ()).map_err(|e| e.to_string())).await.map_err(RunError::from)
+        run_continuation(&mut agent, &spec, cfg, |ev: Event| {
+            rec.record(ev).map(|_| ()).map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(RunError::from)
     })?;
     if outcome.status == AgentStatus::Failed {
-        return Err(RunError::Continuation(outcome.message.unwrap_or_else(|| format!("the agent failed (exit code {:?}, signal {:?})", outcome.exit_code, outcome.signal))));
+        return Err(RunError::Continuation(outcome.message.unwrap_or_else(
+            || {
+                format!(
+                    "the agent failed (exit code {:?}, signal {:?})",
+                    outcome.exit_code, outcome.signal
+                )
+            },
+        )));
     }
-    let c = outcome.continued.ok_or_else(|| RunError::Continuation("the agent finished but its continued session is missing".into()))?;
-    rec.record(Event::SessionWritten(SessionWritten { role: SessionRole::Continued, path: c.artifact_path.display().to_string(), digest: c.digest, records: c.records }))?;
+    let c = outcome.continued.ok_or_else(|| {
+        RunError::Continuation("the agent finished but its continued session is missing".into())
+    })?;
+    rec.record(Event::SessionWritten(SessionWritten {
+        role: SessionRole::Continued,
+        path: c.artifact_path.display().to_string(),
+        digest: c.digest,
+        records: c.records,
+    }))?;
     Ok(())
 }
 
 /// After `agent_exited` without the continued session recorded (a crash in between): clean
 /// the agent's session (idempotent) and record it.
-pub fn write_continued(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, rebuilt: &RebuiltSession) -> Result<(), RunError> {
-    let command = crate::adapters::capabilities::lookup(&req.agent).map(|c| c.command).unwrap_or("agent");
+pub fn write_continued(
+    rec: &mut Recorder,
+    adapter: &dyn Adapter,
+    req: &ReplayRequest,
+    rebuilt: &RebuiltSession,
+) -> Result<(), RunError> {
+    let command = crate::adapters::capabilities::lookup(&req.agent)
+        .map(|c| c.command)
+        .unwrap_or("agent");
     let entry = entrypoint(req, command)?;
-    let continued_artifact = req.output_dir.join("native").join(format!("continued-session.{}", req.trajectory.extension().and_then(|e| e.to_str()).unwrap_or("jsonl")));
-    let mut agent = adapter.continuation(&ContinueRequest { entrypoint: &entry, rebuilt, workspace: &req.workspace, state_dir: &req.state_dir, continued_artifact: &continued_artifact, model: req.model.model.clone() })?;
-    let c = agent.finish()?.ok_or_else(|| RunError::Continuation("the agent's continued session is missing".into()))?;
-    rec.record(Event::SessionWritten(SessionWritten { role: SessionRole::Continued, path: c.artifact_path.display().to_string(), digest: c.digest, records: c.records }))?;
+    let continued_artifact = req.output_dir.join("native").join(format!(
+        "continued-session.{}",
+        req.trajectory
+            .extension()
+            .and_then(|e| e.to_str())
+            .unwrap_or("jsonl")
+    ));
+    let mut agent = adapter.continuation(&ContinueRequest {
+        entrypoint: &entry,
+        rebuilt,
+        workspace: &req.workspace,
+        state_dir: &req.state_dir,
+        continued_artifact: &continued_artifact,
+        model: req.model.model.clone(),
+    })?;
+    let c = agent
+        .finish()?
+        .ok_or_else(|| RunError::Continuation("the agent's continued session is missing".into()))?;
+    rec.record(Event::SessionWritten(SessionWritten {
+        role: SessionRole::Continued,
+        path: c.artifact_path.display().to_string(),
+        digest: c.digest,
+        records: c.records,
+    }))?;
     Ok(())
 }

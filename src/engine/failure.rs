@@ -17,7 +17,13 @@ pub enum RunError {
     #[error("{0}")]
     Workspace(String),
     #[error("batch {batch} call {call} ({tool}): {source}")]
-    Executor { batch: u64, call: u64, tool: String, #[source] source: ExecError },
+    Executor {
+        batch: u64,
+        call: u64,
+        tool: String,
+        #[source]
+        source: ExecError,
+    },
     #[error("{0}")]
     ExecutorRefused(String),
     #[error("{0}")]
@@ -38,7 +44,10 @@ impl RunError {
             RunError::UnsupportedAgent(_) => "unsupported_agent",
             RunError::UnsupportedVersion(_) => "unsupported_version",
             RunError::Workspace(_) => "workspace_error",
-            RunError::Executor { source: ExecError::OutsideWorkspace { .. }, .. } => "workspace_error",
+            RunError::Executor {
+                source: ExecError::OutsideWorkspace { .. },
+                ..
+            } => "workspace_error",
             RunError::Executor { .. } | RunError::ExecutorRefused(_) => "executor_error",
             RunError::AmbiguousExecution(_) => "ambiguous_execution",
             RunError::Continuation(m) => classify_model(m),
@@ -47,7 +56,10 @@ impl RunError {
         }
     }
     pub fn retryable(&self) -> bool {
-        matches!(self.category(), "model_rate_limit" | "model_internal_error" | "model_connection_error")
+        matches!(
+            self.category(),
+            "model_rate_limit" | "model_internal_error" | "model_connection_error"
+        )
     }
 }
 
@@ -56,9 +68,17 @@ fn classify_model(m: &str) -> &'static str {
     let l = m.to_ascii_lowercase();
     if l.contains("rate limit") || l.contains("too many requests") || l.contains("status 429") {
         "model_rate_limit"
-    } else if l.contains("internal server error") || l.contains("status 500") || l.contains("status 502") || l.contains("status 503") {
+    } else if l.contains("internal server error")
+        || l.contains("status 500")
+        || l.contains("status 502")
+        || l.contains("status 503")
+    {
         "model_internal_error"
-    } else if l.contains("connection refused") || l.contains("connection reset") || l.contains("timed out") || l.contains("could not resolve host") {
+    } else if l.contains("connection refused")
+        || l.contains("connection reset")
+        || l.contains("timed out")
+        || l.contains("could not resolve host")
+    {
         "model_connection_error"
     } else {
         "continuation_error"

@@ -28,7 +28,11 @@ pub enum Start {
     Fresh(ReplayRequest),
     /// Continue an interrupted run. The boundary prompt, if the run has one and it is not
     /// injected yet, must be given again (it is never stored).
-    Resume { path: PathBuf, boundary_user_prompt: Option<String>, accept_at_least_once: bool },
+    Resume {
+        path: PathBuf,
+        boundary_user_prompt: Option<String>,
+        accept_at_least_once: bool,
+    },
 }
 
 pub struct Outcome {
@@ -39,8 +43,18 @@ pub struct Outcome {
 }
 
 fn early(e: &RunError, req: Option<&ReplayRequest>) -> Outcome {
-    let r = result::early_failure(e.category(), &e.to_string(), req.map(|r| r.run_id.clone()), req.map(|r| r.state_dir.display().to_string()), req.map(|r| r.output_dir.display().to_string()));
-    Outcome { exit_code: crate::cli::exit::for_category(e.category()), hint: hint_for(e), result: r }
+    let r = result::early_failure(
+        e.category(),
+        &e.to_string(),
+        req.map(|r| r.run_id.clone()),
+        req.map(|r| r.state_dir.display().to_string()),
+        req.map(|r| r.output_dir.display().to_string()),
+    );
+    Outcome {
+        exit_code: crate::cli::exit::for_category(e.category()),
+        hint: hint_for(e),
+        result: r,
+    }
 }
 
 pub fn hint_for(e: &RunError) -> Option<String> {
@@ -58,18 +72,28 @@ pub fn hint_for(e: &RunError) -> Option<String> {
 
 /// Run to the end (or the first failure) and materialize the outputs.
 pub fn run(start: Start) -> Outcome {
-    run_with(start, |name| crate::adapters::by_name(name).map_err(|e| e.to_string()))
+    run_with(start, |name| {
+        crate::adapters::by_name(name).map_err(|e| e.to_string())
+    })
 }
 
 /// The same with a caller-chosen adapter lookup (tests use fakes).
-pub fn run_with(start: Start, lookup: impl Fn(&str) -> Result<Box<dyn Adapter>, String>) -> Outcome {
+pub fn run_with(
+    start: Start,
+    lookup: impl Fn(&str) -> Result<Box<dyn Adapter>, String>,
+) -> Outcome {
     let (req, journal, events) = match open(start) {
         Ok(x) => x,
         Err((e, req)) => return early(&e, req.as_ref()),
     };
     let state = match fold::fold(&events) {
         Ok(s) => s,
-        Err(e) => return early(&RunError::Internal(format!("journal {}: {e}", journal.path().display())), Some(&req)),
+        Err(e) => {
+            return early(
+                &RunError::Internal(format!("journal {}: {e}", journal.path().display())),
+                Some(&req),
+            )
+        }
     };
     let adapter = match lookup(&req.agent) {
         Ok(a) => a,
@@ -97,7 +121,10 @@ pub fn run_with(start: Start, lookup: impl Fn(&str) -> Result<Box<dyn Adapter>, 
             return early(&e, Some(&req));
         }
         let from = rec.state.last_seq;
-        if let Err(e) = rec.record(Event::Resumed(Resumed { from_seq: from, pvisor_version: env!("CARGO_PKG_VERSION").into() })) {
+        if let Err(e) = rec.record(Event::Resumed(Resumed {
+            from_seq: from,
+            pvisor_version: env!("CARGO_PKG_VERSION").into(),
+        })) {
             return finish_failed(&mut rec, Some(adapter.as_ref()), &req, e);
         }
     }
@@ -114,20 +141,46 @@ pub fn run_with(start: Start, lookup: impl Fn(&str) -> Result<Box<dyn Adapter>, 
     }
 }
 
-fn open(start: Start) -> Result<(ReplayRequest, Journal, Vec<crate::journal::StoredEvent>), (RunError, Option<ReplayRequest>)> {
+fn open(
+    start: Start,
+) -> Result<
+    (ReplayRequest, Journal, Vec<crate::journal::StoredEvent>),
+    (RunError, Option<ReplayRequest>),
+> {
     match start {
         Start::Fresh(req) => {
             for d in [&req.state_dir, &req.output_dir] {
-                std::fs::create_dir_all(d).map_err(|e| (RunError::Configuration(format!("cannot create {}: {e}", d.display())), Some(req.clone())))?;
+                std::fs::create_dir_all(d).map_err(|e| {
+                    (
+                        RunError::Configuration(format!("cannot create {}: {e}", d.display())),
+                        Some(req.clone()),
+                    )
+                })?;
             }
-            let (j, events, _) = Journal::open_dir(&req.state_dir).map_err(|e| (RunError::from(e), Some(req.clone())))?;
-            if events.iter().any(|e| matches!(e.event, Event::RunRequested(_))) {
-                return Err((RunError::Configuration(format!("run id `{}` already has a journal in {}", req.run_id, req.state_dir.display())), Some(req)));
+            let (j, events, _) = Journal::open_dir(&req.state_dir)
+                .map_err(|e| (RunError::from(e), Some(req.clone())))?;
+            if events
+                .iter()
+                .any(|e| matches!(e.event, Event::RunRequested(_)))
+            {
+                return Err((
+                    RunError::Configuration(format!(
+                        "run id `{}` already has a journal in {}",
+                        req.run_id,
+                        req.state_dir.display()
+                    )),
+                    Some(req),
+                ));
             }
             Ok((req, j, events))
         }
-        Start::Resume { path, boundary_user_prompt, accept_at_least_once } => {
-            let file = resolve_path(&path).map_err(|e| (RunError::Configuration(e.to_string()), None))?;
+        Start::Resume {
+            path,
+            boundary_user_prompt,
+            accept_at_least_once,
+        } => {
+            let file =
+                resolve_path(&path).map_err(|e| (RunError::Configuration(e.to_string()), None))?;
             let dir = file.parent().map(PathBuf::from).unwrap_or_default();
             let (j, events, _) = Journal::open_dir(&dir).map_err(|e| (RunError::from(e), None))?;
             let requested = events.iter().find_map(|e| match &e.event {
@@ -135,9 +188,16 @@ fn open(start: Start) -> Result<(ReplayRequest, Journal, Vec<crate::journal::Sto
                 _ => None,
             });
             let Some(r) = requested else {
-                return Err((RunError::Configuration(format!("{} holds no run request: nothing to resume", file.display())), None));
+                return Err((
+                    RunError::Configuration(format!(
+                        "{} holds no run request: nothing to resume",
+                        file.display()
+                    )),
+                    None,
+                ));
             };
-            let mut req = ReplayRequest::from_canonical(&r.request_json, boundary_user_prompt).map_err(|e| (RunError::Configuration(e.message), None))?;
+            let mut req = ReplayRequest::from_canonical(&r.request_json, boundary_user_prompt)
+                .map_err(|e| (RunError::Configuration(e.message), None))?;
             req.accept_at_least_once |= accept_at_least_once;
             Ok((req, j, events))
         }
@@ -154,7 +214,12 @@ fn load_plan(rec: &Recorder, adapter: &dyn Adapter, req: &ReplayRequest) -> Resu
     Ok(plan)
 }
 
-fn drive(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, progress: &mut progress::Progress) -> Result<(), RunError> {
+fn drive(
+    rec: &mut Recorder,
+    adapter: &dyn Adapter,
+    req: &ReplayRequest,
+    progress: &mut progress::Progress,
+) -> Result<(), RunError> {
     let mut plan: Option<Plan> = None;
     let mut rebuilt: Option<crate::adapter::RebuiltSession> = None;
     let mut tools_ready = false;
@@ -186,13 +251,31 @@ fn drive(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, progres
             Step::ResolveInDoubt(k, i) => {
                 let c = rec.state.calls[&(k, i)].clone();
                 let read_only = c.class == "read_only";
-                let decision = if read_only { "rerun_read_only" } else if req.accept_at_least_once { "rerun_accepted" } else { "stopped" };
-                let already_stopped = c.in_doubt_decisions.last().map(|d| d == "stopped").unwrap_or(false);
+                let decision = if read_only {
+                    "rerun_read_only"
+                } else if req.accept_at_least_once {
+                    "rerun_accepted"
+                } else {
+                    "stopped"
+                };
+                let already_stopped = c
+                    .in_doubt_decisions
+                    .last()
+                    .map(|d| d == "stopped")
+                    .unwrap_or(false);
                 if !(decision == "stopped" && already_stopped) {
-                    rec.record(Event::InDoubtResolved(InDoubtResolved { batch: k, call: i, call_id: c.call_id.clone(), tool: c.tool.clone(), decision: decision.into() }))?;
+                    rec.record(Event::InDoubtResolved(InDoubtResolved {
+                        batch: k,
+                        call: i,
+                        call_id: c.call_id.clone(),
+                        tool: c.tool.clone(),
+                        decision: decision.into(),
+                    }))?;
                 }
                 if decision == "stopped" {
-                    return Err(RunError::AmbiguousExecution(rec.state.blocked.clone().unwrap_or_default()));
+                    return Err(RunError::AmbiguousExecution(
+                        rec.state.blocked.clone().unwrap_or_default(),
+                    ));
                 }
             }
             Step::RunCall(k, i) => {
@@ -213,7 +296,14 @@ fn drive(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, progres
             Step::FinishBatch(k) => perform::finish_batch(rec, req, k)?,
             Step::Rebuild => {
                 let obs = perform::fresh_observations(rec)?;
-                rebuilt = Some(perform::write_session(rec, adapter, req, plan.as_ref().unwrap(), &obs, SessionRole::Reconstructed)?);
+                rebuilt = Some(perform::write_session(
+                    rec,
+                    adapter,
+                    req,
+                    plan.as_ref().unwrap(),
+                    &obs,
+                    SessionRole::Reconstructed,
+                )?);
             }
             Step::Continue => {
                 let session = match rebuilt.take() {
@@ -231,7 +321,9 @@ fn drive(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, progres
             }
             Step::Finish => {
                 let digest = final_result_digest(&rec.state);
-                rec.record(Event::RunFinished(RunFinished { result_digest: digest }))?;
+                rec.record(Event::RunFinished(RunFinished {
+                    result_digest: digest,
+                }))?;
             }
             Step::Done => unreachable!(),
         }
@@ -241,7 +333,14 @@ fn drive(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, progres
 /// The digest `run_finished` carries: of the result the fold derives once it is applied.
 fn final_result_digest(state: &fold::ReplayState) -> String {
     let mut s = state.clone();
-    let ev = crate::journal::StoredEvent { seq: s.last_seq + 1, at_ms: 0, offset: 0, event: Event::RunFinished(RunFinished { result_digest: String::new() }) };
+    let ev = crate::journal::StoredEvent {
+        seq: s.last_seq + 1,
+        at_ms: 0,
+        offset: 0,
+        event: Event::RunFinished(RunFinished {
+            result_digest: String::new(),
+        }),
+    };
     if fold::apply(&mut s, &ev).is_err() {
         return String::new();
     }
@@ -251,18 +350,31 @@ fn final_result_digest(state: &fold::ReplayState) -> String {
 /// The digest of a finished state's result, ignoring the digest `run_finished` carries.
 pub fn result_digest(s: &fold::ReplayState) -> String {
     let mut s = s.clone();
-    s.finished = Some(RunFinished { result_digest: String::new() });
+    s.finished = Some(RunFinished {
+        result_digest: String::new(),
+    });
     crate::digest::json_digest(&serde_json::to_value(result::derive(&s)).unwrap_or_default())
 }
 
-fn finish_failed(rec: &mut Recorder, adapter: Option<&dyn Adapter>, req: &ReplayRequest, e: RunError) -> Outcome {
+fn finish_failed(
+    rec: &mut Recorder,
+    adapter: Option<&dyn Adapter>,
+    req: &ReplayRequest,
+    e: RunError,
+) -> Outcome {
     let hint = hint_for(&e);
     let journaled = match &e {
         // An in-doubt stop is journaled as a decision, and the run stays resumable.
         RunError::AmbiguousExecution(_) => true,
         // A journal that cannot be written cannot record its own failure.
         RunError::Journal(_) => false,
-        _ => rec.record(Event::RunFailed(RunFailed { category: e.category().into(), message: e.to_string(), retryable: e.retryable() })).is_ok(),
+        _ => rec
+            .record(Event::RunFailed(RunFailed {
+                category: e.category().into(),
+                message: e.to_string(),
+                retryable: e.retryable(),
+            }))
+            .is_ok(),
     };
     if !journaled {
         let mut o = early(&e, Some(req));
@@ -272,11 +384,24 @@ fn finish_failed(rec: &mut Recorder, adapter: Option<&dyn Adapter>, req: &Replay
     conclude(rec, adapter, req, hint)
 }
 
-fn conclude(rec: &mut Recorder, adapter: Option<&dyn Adapter>, req: &ReplayRequest, hint: Option<String>) -> Outcome {
+fn conclude(
+    rec: &mut Recorder,
+    adapter: Option<&dyn Adapter>,
+    req: &ReplayRequest,
+    hint: Option<String>,
+) -> Outcome {
     let res = result::derive(&rec.state);
     if let Err(m) = outputs::write_all(rec, adapter, req, &res) {
         eprintln!("pvisor: warning: writing outputs: {m}");
     }
-    let code = res.failure.as_ref().map(|f| crate::cli::exit::for_category(&f.category)).unwrap_or(0);
-    Outcome { result: res, exit_code: code, hint }
+    let code = res
+        .failure
+        .as_ref()
+        .map(|f| crate::cli::exit::for_category(&f.category))
+        .unwrap_or(0);
+    Outcome {
+        result: res,
+        exit_code: code,
+        hint,
+    }
 }

@@ -16,15 +16,38 @@ fn io(p: &Path, e: std::io::Error) -> String {
     format!("{}: {e}", p.display())
 }
 
-pub fn write_all(rec: &Recorder, adapter: Option<&dyn crate::adapter::Adapter>, req: &crate::request::ReplayRequest, result: &ReplayResult) -> Result<(), String> {
+pub fn write_all(
+    rec: &Recorder,
+    adapter: Option<&dyn crate::adapter::Adapter>,
+    req: &crate::request::ReplayRequest,
+    result: &ReplayResult,
+) -> Result<(), String> {
     let out: &Path = &req.output_dir;
     std::fs::create_dir_all(out).map_err(|e| io(out, e))?;
     if let (Some(a), false) = (adapter, rec.state.steps.is_empty()) {
-        let continued = rec.state.sessions.get("continued").map(|w| std::path::PathBuf::from(&w.path));
-        let (orig, live) = a.next_actions(&req.trajectory, req.after_step as usize, continued.as_deref());
-        let v = crate::compare::next_action::compare(orig.as_ref(), live.as_ref(), rec.state.bridge.injections > 0);
+        let continued = rec
+            .state
+            .sessions
+            .get("continued")
+            .map(|w| std::path::PathBuf::from(&w.path));
+        let (orig, live) = a.next_actions(
+            &req.trajectory,
+            req.after_step as usize,
+            continued.as_deref(),
+        );
+        let v = crate::compare::next_action::compare(
+            orig.as_ref(),
+            live.as_ref(),
+            rec.state.bridge.injections > 0,
+        );
         let p = out.join(files::NEXT_ACTION);
-        write_atomic(&p, serde_json::to_string_pretty(&v).unwrap_or_default().as_bytes()).map_err(|e| io(&p, e))?;
+        write_atomic(
+            &p,
+            serde_json::to_string_pretty(&v)
+                .unwrap_or_default()
+                .as_bytes(),
+        )
+        .map_err(|e| io(&p, e))?;
     }
     if let Some(p) = &rec.state.parsed {
         if let Ok(plan) = rec.blobs.get(&p.plan_blob) {
@@ -44,8 +67,17 @@ pub fn write_all(rec: &Recorder, adapter: Option<&dyn crate::adapter::Adapter>, 
     if !rec.state.calls.is_empty() {
         let mut rows = vec![];
         for c in rec.state.calls.values() {
-            let fresh: Option<Observation> = c.finished.as_ref().and_then(|f| rec.blobs.get(&f.observation_blob).ok()).and_then(|b| serde_json::from_slice(&b).ok());
-            let diff = c.compared.as_ref().and_then(|x| x.diff_blob.as_ref()).and_then(|b| rec.blobs.get(b).ok()).map(|b| String::from_utf8_lossy(&b).into_owned());
+            let fresh: Option<Observation> = c
+                .finished
+                .as_ref()
+                .and_then(|f| rec.blobs.get(&f.observation_blob).ok())
+                .and_then(|b| serde_json::from_slice(&b).ok());
+            let diff = c
+                .compared
+                .as_ref()
+                .and_then(|x| x.diff_blob.as_ref())
+                .and_then(|b| rec.blobs.get(b).ok())
+                .map(|b| String::from_utf8_lossy(&b).into_owned());
             rows.push(serde_json::json!({
                 "batch": c.batch, "call": c.call, "call_id": c.call_id, "tool": c.tool,
                 "equal": c.compared.as_ref().map(|x| x.equal),
@@ -59,9 +91,19 @@ pub fn write_all(rec: &Recorder, adapter: Option<&dyn crate::adapter::Adapter>, 
         }
         let v = serde_json::json!({ "schema_version": "pvisor.observation-comparison/v1", "calls": rows });
         let p = out.join(files::OBSERVATIONS);
-        write_atomic(&p, serde_json::to_string_pretty(&v).unwrap_or_default().as_bytes()).map_err(|e| io(&p, e))?;
+        write_atomic(
+            &p,
+            serde_json::to_string_pretty(&v)
+                .unwrap_or_default()
+                .as_bytes(),
+        )
+        .map_err(|e| io(&p, e))?;
     }
     let p = out.join(files::RESULT);
-    write_atomic(&p, (serde_json::to_string_pretty(result).unwrap_or_default() + "\n").as_bytes()).map_err(|e| io(&p, e))?;
+    write_atomic(
+        &p,
+        (serde_json::to_string_pretty(result).unwrap_or_default() + "\n").as_bytes(),
+    )
+    .map_err(|e| io(&p, e))?;
     Ok(())
 }

@@ -31,7 +31,10 @@ pub fn request_event(req: &ReplayRequest, agent_version: Option<String>) -> Even
         request_json: canonical,
         agent: req.agent.clone(),
         agent_version,
-        agent_entrypoint: req.agent_entrypoint.as_ref().map(|p| p.display().to_string()),
+        agent_entrypoint: req
+            .agent_entrypoint
+            .as_ref()
+            .map(|p| p.display().to_string()),
         mode: req.mode,
         after_step: req.after_step,
         max_steps: req.max_steps,
@@ -46,15 +49,30 @@ pub fn request_event(req: &ReplayRequest, agent_version: Option<String>) -> Even
 }
 
 /// Read and parse the source. Returns the plan and the source's SHA-256.
-pub fn parse_source(adapter: &dyn Adapter, req: &ReplayRequest) -> Result<(Plan, String), RunError> {
-    let bytes = std::fs::read(&req.trajectory).map_err(|e| crate::error::TrajectoryError::new(&req.trajectory, 0, "file", format!("cannot read the trajectory: {e}")))?;
+pub fn parse_source(
+    adapter: &dyn Adapter,
+    req: &ReplayRequest,
+) -> Result<(Plan, String), RunError> {
+    let bytes = std::fs::read(&req.trajectory).map_err(|e| {
+        crate::error::TrajectoryError::new(
+            &req.trajectory,
+            0,
+            "file",
+            format!("cannot read the trajectory: {e}"),
+        )
+    })?;
     let plan = adapter.parse(&req.trajectory, &bytes)?;
     Ok((plan, digest::sha256(&bytes)))
 }
 
-pub fn parse(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest) -> Result<Plan, RunError> {
+pub fn parse(
+    rec: &mut Recorder,
+    adapter: &dyn Adapter,
+    req: &ReplayRequest,
+) -> Result<Plan, RunError> {
     let (plan, sha) = parse_source(adapter, req)?;
-    let plan_json = serde_json::to_vec_pretty(&plan).map_err(|e| RunError::Internal(e.to_string()))?;
+    let plan_json =
+        serde_json::to_vec_pretty(&plan).map_err(|e| RunError::Internal(e.to_string()))?;
     let plan_blob = rec.blob(&plan_json)?;
     let batches = plan
         .batches
@@ -63,7 +81,16 @@ pub fn parse(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest) -> 
             index: b.index as u64,
             model_turn: b.model_turn as u64,
             locator: format!("line:{}", b.locator.line),
-            calls: b.calls.iter().map(|c| CallSummary { call_id: c.call_id.clone(), tool: c.tool.clone(), args_digest: digest::json_digest(&c.input), class: class_name(adapter.classify(c)).into() }).collect(),
+            calls: b
+                .calls
+                .iter()
+                .map(|c| CallSummary {
+                    call_id: c.call_id.clone(),
+                    tool: c.tool.clone(),
+                    args_digest: digest::json_digest(&c.input),
+                    class: class_name(adapter.classify(c)).into(),
+                })
+                .collect(),
             complete: b.complete,
         })
         .collect();
@@ -79,16 +106,43 @@ pub fn parse(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest) -> 
     Ok(plan)
 }
 
-pub fn validate(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, plan: &Plan) -> Result<(), RunError> {
+pub fn validate(
+    rec: &mut Recorder,
+    adapter: &dyn Adapter,
+    req: &ReplayRequest,
+    plan: &Plan,
+) -> Result<(), RunError> {
     let n = req.after_step as usize;
     let max = plan.max_boundary();
     if n > max {
-        let why = if n <= plan.batches.len() { format!("batch {n} is incomplete (a call has no recorded result)") } else { format!("the trajectory has {} tool-call batches", plan.batches.len()) };
-        return Err(crate::error::TrajectoryError::new(&req.trajectory, plan.batches.get(n.min(plan.batches.len()).saturating_sub(1)).map(|b| b.locator.line).unwrap_or(0), "after_step", format!("boundary {n} is beyond the last complete batch ({max}): {why}")).into());
+        let why = if n <= plan.batches.len() {
+            format!("batch {n} is incomplete (a call has no recorded result)")
+        } else {
+            format!(
+                "the trajectory has {} tool-call batches",
+                plan.batches.len()
+            )
+        };
+        return Err(crate::error::TrajectoryError::new(
+            &req.trajectory,
+            plan.batches
+                .get(n.min(plan.batches.len()).saturating_sub(1))
+                .map(|b| b.locator.line)
+                .unwrap_or(0),
+            "after_step",
+            format!("boundary {n} is beyond the last complete batch ({max}): {why}"),
+        )
+        .into());
     }
     if let (Some(want), Some(have)) = (&req.session_id, &plan.session_id) {
         if want != have {
-            return Err(crate::error::TrajectoryError::new(&req.trajectory, 0, "sessionId", format!("the trajectory's native session is {have}, not the --session-id {want}")).into());
+            return Err(crate::error::TrajectoryError::new(
+                &req.trajectory,
+                0,
+                "sessionId",
+                format!("the trajectory's native session is {have}, not the --session-id {want}"),
+            )
+            .into());
         }
     }
     let mut stale = vec![];
@@ -122,7 +176,10 @@ pub fn validate(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, 
         (Mode::PrepareOnly, Some(m)) => Some(m.saturating_sub(prefix_model_turns)),
     };
     if req.mode != Mode::PrepareOnly && !req.workspace.is_dir() {
-        return Err(RunError::Workspace(format!("workspace {} does not exist or is not a directory", req.workspace.display())));
+        return Err(RunError::Workspace(format!(
+            "workspace {} does not exist or is not a directory",
+            req.workspace.display()
+        )));
     }
     rec.record(Event::BoundaryValidated(BoundaryValidated {
         after_step: req.after_step,
@@ -139,22 +196,51 @@ pub fn native_dir(req: &ReplayRequest) -> PathBuf {
     req.output_dir.join("native")
 }
 
-pub fn write_session(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, plan: &Plan, observations: &BTreeMap<String, Observation>, role: SessionRole) -> Result<crate::adapter::RebuiltSession, RunError> {
+pub fn write_session(
+    rec: &mut Recorder,
+    adapter: &dyn Adapter,
+    req: &ReplayRequest,
+    plan: &Plan,
+    observations: &BTreeMap<String, Observation>,
+    role: SessionRole,
+) -> Result<crate::adapter::RebuiltSession, RunError> {
     let (state_sub, file) = match role {
         SessionRole::Prepared => (req.state_dir.join("prepared"), "prepared-session"),
         _ => (req.state_dir.clone(), "reconstructed-session"),
     };
-    let ext = req.trajectory.extension().and_then(|e| e.to_str()).unwrap_or("jsonl");
+    let ext = req
+        .trajectory
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("jsonl");
     let artifact = native_dir(req).join(format!("{file}.{ext}"));
-    std::fs::create_dir_all(native_dir(req)).map_err(|e| RunError::Internal(format!("{}: {e}", native_dir(req).display())))?;
-    let rebuilt = adapter.rebuild(&RebuildRequest { source: &req.trajectory, plan, after_step: req.after_step as usize, observations, workspace: &req.workspace, state_dir: &state_sub, artifact_path: &artifact })?;
-    rec.record(Event::SessionWritten(SessionWritten { role, path: rebuilt.artifact_path.display().to_string(), digest: rebuilt.digest.clone(), records: rebuilt.records }))?;
+    std::fs::create_dir_all(native_dir(req))
+        .map_err(|e| RunError::Internal(format!("{}: {e}", native_dir(req).display())))?;
+    let rebuilt = adapter.rebuild(&RebuildRequest {
+        source: &req.trajectory,
+        plan,
+        after_step: req.after_step as usize,
+        observations,
+        workspace: &req.workspace,
+        state_dir: &state_sub,
+        artifact_path: &artifact,
+    })?;
+    rec.record(Event::SessionWritten(SessionWritten {
+        role,
+        path: rebuilt.artifact_path.display().to_string(),
+        digest: rebuilt.digest.clone(),
+        records: rebuilt.records,
+    }))?;
     Ok(rebuilt)
 }
 
 /// The original observations of the prefix.
 pub fn original_observations(plan: &Plan, after_step: usize) -> BTreeMap<String, Observation> {
-    plan.batches[..after_step].iter().flat_map(|b| b.calls.iter()).filter_map(|c| c.original.clone().map(|o| (c.call_id.clone(), o))).collect()
+    plan.batches[..after_step]
+        .iter()
+        .flat_map(|b| b.calls.iter())
+        .filter_map(|c| c.original.clone().map(|o| (c.call_id.clone(), o)))
+        .collect()
 }
 
 /// The fresh observations recorded in the journal (stale ones are the originals).
@@ -162,8 +248,15 @@ pub fn fresh_observations(rec: &Recorder) -> Result<BTreeMap<String, Observation
     let mut out = BTreeMap::new();
     for c in rec.state.calls.values() {
         if let Some(f) = &c.finished {
-            let b = rec.blobs.get_verified(&f.observation_blob).map_err(|e| RunError::Internal(format!("observation blob of batch {} call {}: {e}", f.batch, f.call)))?;
-            let o: Observation = serde_json::from_slice(&b).map_err(|e| RunError::Internal(format!("observation blob {}: {e}", f.observation_blob)))?;
+            let b = rec.blobs.get_verified(&f.observation_blob).map_err(|e| {
+                RunError::Internal(format!(
+                    "observation blob of batch {} call {}: {e}",
+                    f.batch, f.call
+                ))
+            })?;
+            let o: Observation = serde_json::from_slice(&b).map_err(|e| {
+                RunError::Internal(format!("observation blob {}: {e}", f.observation_blob))
+            })?;
             out.insert(c.call_id.clone(), o);
         }
     }
@@ -171,16 +264,28 @@ pub fn fresh_observations(rec: &Recorder) -> Result<BTreeMap<String, Observation
 }
 
 pub fn exec_context(req: &ReplayRequest) -> ExecContext {
-    ExecContext { workspace: req.workspace.clone(), log_dir: req.state_dir.join("logs"), timeout: Duration::from_secs(600) }
+    ExecContext {
+        workspace: req.workspace.clone(),
+        log_dir: req.state_dir.join("logs"),
+        timeout: Duration::from_secs(600),
+    }
 }
 
 /// The calls the journal says finished, in order, with their recorded observations.
-pub fn completed_calls(rec: &Recorder, plan: &Plan) -> Result<Vec<(crate::adapter::ToolCall, Observation)>, RunError> {
+pub fn completed_calls(
+    rec: &Recorder,
+    plan: &Plan,
+) -> Result<Vec<(crate::adapter::ToolCall, Observation)>, RunError> {
     let fresh = fresh_observations(rec)?;
     let mut out = vec![];
     for c in rec.state.calls.values() {
         if c.finished.is_some() {
-            if let (Some(call), Some(o)) = (plan.batches.get(c.batch as usize - 1).and_then(|b| b.calls.get(c.call as usize)), fresh.get(&c.call_id)) {
+            if let (Some(call), Some(o)) = (
+                plan.batches
+                    .get(c.batch as usize - 1)
+                    .and_then(|b| b.calls.get(c.call as usize)),
+                fresh.get(&c.call_id),
+            ) {
                 out.push((call.clone(), o.clone()));
             }
         }
@@ -190,14 +295,39 @@ pub fn completed_calls(rec: &Recorder, plan: &Plan) -> Result<Vec<(crate::adapte
 
 /// Rebuild the reconstructed session again (a resumed run whose process rebuilt it has
 /// gone) and check it is the session the journal recorded.
-pub fn rebuild_again(rec: &Recorder, adapter: &dyn Adapter, req: &ReplayRequest, plan: &Plan) -> Result<crate::adapter::RebuiltSession, RunError> {
+pub fn rebuild_again(
+    rec: &Recorder,
+    adapter: &dyn Adapter,
+    req: &ReplayRequest,
+    plan: &Plan,
+) -> Result<crate::adapter::RebuiltSession, RunError> {
     let obs = fresh_observations(rec)?;
-    let artifact = native_dir(req).join(format!("reconstructed-session.{}", req.trajectory.extension().and_then(|e| e.to_str()).unwrap_or("jsonl")));
+    let artifact = native_dir(req).join(format!(
+        "reconstructed-session.{}",
+        req.trajectory
+            .extension()
+            .and_then(|e| e.to_str())
+            .unwrap_or("jsonl")
+    ));
     // Once the agent was started it owns its native session (it appended live turns): only
     // recompute it then, never write it again.
     let started = !rec.state.continuations.is_empty();
-    let rebuild = |r: &RebuildRequest| if started { adapter.rebuild_for_resume(r) } else { adapter.rebuild(r) };
-    let rebuilt = rebuild(&RebuildRequest { source: &req.trajectory, plan, after_step: req.after_step as usize, observations: &obs, workspace: &req.workspace, state_dir: &req.state_dir, artifact_path: &artifact })?;
+    let rebuild = |r: &RebuildRequest| {
+        if started {
+            adapter.rebuild_for_resume(r)
+        } else {
+            adapter.rebuild(r)
+        }
+    };
+    let rebuilt = rebuild(&RebuildRequest {
+        source: &req.trajectory,
+        plan,
+        after_step: req.after_step as usize,
+        observations: &obs,
+        workspace: &req.workspace,
+        state_dir: &req.state_dir,
+        artifact_path: &artifact,
+    })?;
     if let Some(w) = rec.state.sessions.get("reconstructed") {
         if w.digest != rebuilt.digest {
             return Err(RunError::Internal(format!("the reconstructed session rebuilt on resume ({}) differs from the journaled one ({})", rebuilt.digest, w.digest)));
@@ -206,17 +336,51 @@ pub fn rebuild_again(rec: &Recorder, adapter: &dyn Adapter, req: &ReplayRequest,
     Ok(rebuilt)
 }
 
-pub fn run_call(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, plan: &Plan, k: u64, i: u64) -> Result<(), RunError> {
+pub fn run_call(
+    rec: &mut Recorder,
+    adapter: &dyn Adapter,
+    req: &ReplayRequest,
+    plan: &Plan,
+    k: u64,
+    i: u64,
+) -> Result<(), RunError> {
     let call = &plan.batches[k as usize - 1].calls[i as usize];
     let class = adapter.classify(call);
-    rec.record(Event::ToolCallStarted(ToolCallStarted { batch: k, call: i, call_id: call.call_id.clone(), tool: call.tool.clone(), args_digest: digest::json_digest(&call.input), class: class_name(class).into() }))?;
+    rec.record(Event::ToolCallStarted(ToolCallStarted {
+        batch: k,
+        call: i,
+        call_id: call.call_id.clone(),
+        tool: call.tool.clone(),
+        args_digest: digest::json_digest(&call.input),
+        class: class_name(class).into(),
+    }))?;
     let (obs, exit_code, duration_ms, touched, stale) = if class == ToolClass::NonRegenerable {
-        let o = call.original.clone().ok_or_else(|| RunError::Internal(format!("batch {k} call {i} has no original observation to reuse")))?;
+        let o = call.original.clone().ok_or_else(|| {
+            RunError::Internal(format!(
+                "batch {k} call {i} has no original observation to reuse"
+            ))
+        })?;
         (o, None, 0, vec![], true)
     } else {
         let ctx = exec_context(req);
-        let out = adapter.execute(call, &ctx).map_err(|e| RunError::Executor { batch: k, call: i, tool: call.tool.clone(), source: e })?;
-        (out.observation, out.exit_code, out.duration_ms, out.touched.iter().map(|p| p.display().to_string()).collect(), false)
+        let out = adapter
+            .execute(call, &ctx)
+            .map_err(|e| RunError::Executor {
+                batch: k,
+                call: i,
+                tool: call.tool.clone(),
+                source: e,
+            })?;
+        (
+            out.observation,
+            out.exit_code,
+            out.duration_ms,
+            out.touched
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect(),
+            false,
+        )
     };
     let blob_bytes = serde_json::to_vec(&obs).map_err(|e| RunError::Internal(e.to_string()))?;
     let blob = rec.blob(&blob_bytes)?;
@@ -236,68 +400,135 @@ pub fn run_call(rec: &mut Recorder, adapter: &dyn Adapter, req: &ReplayRequest, 
     Ok(())
 }
 
-pub fn compare(rec: &mut Recorder, adapter: &dyn Adapter, plan: &Plan, k: u64, i: u64) -> Result<(), RunError> {
+pub fn compare(
+    rec: &mut Recorder,
+    adapter: &dyn Adapter,
+    plan: &Plan,
+    k: u64,
+    i: u64,
+) -> Result<(), RunError> {
     let call = &plan.batches[k as usize - 1].calls[i as usize];
-    let f = rec.state.calls[&(k, i)].finished.clone().expect("decide: finished");
-    let fresh: Observation = serde_json::from_slice(&rec.blobs.get_verified(&f.observation_blob).map_err(|e| RunError::Internal(e.to_string()))?).map_err(|e| RunError::Internal(e.to_string()))?;
-    let orig = call.original.clone().unwrap_or(Observation { text: String::new(), is_error: false, native: None });
+    let f = rec.state.calls[&(k, i)]
+        .finished
+        .clone()
+        .expect("decide: finished");
+    let fresh: Observation = serde_json::from_slice(
+        &rec.blobs
+            .get_verified(&f.observation_blob)
+            .map_err(|e| RunError::Internal(e.to_string()))?,
+    )
+    .map_err(|e| RunError::Internal(e.to_string()))?;
+    let orig = call.original.clone().unwrap_or(Observation {
+        text: String::new(),
+        is_error: false,
+        native: None,
+    });
     let equal = orig.text == fresh.text && orig.is_error == fresh.is_error;
-    let equal_masked = equal || (adapter.mask_dynamic(call, &orig.text) == adapter.mask_dynamic(call, &fresh.text) && orig.is_error == fresh.is_error);
+    let equal_masked = equal
+        || (adapter.mask_dynamic(call, &orig.text) == adapter.mask_dynamic(call, &fresh.text)
+            && orig.is_error == fresh.is_error);
     let (diff_digest, diff_blob) = if equal {
         (None, None)
     } else {
-        let mut d = similar::TextDiff::from_lines(&orig.text, &fresh.text).unified_diff().header("original", "replayed").to_string();
+        let mut d = similar::TextDiff::from_lines(&orig.text, &fresh.text)
+            .unified_diff()
+            .header("original", "replayed")
+            .to_string();
         if orig.is_error != fresh.is_error {
-            d.push_str(&format!("is_error: {} -> {}\n", orig.is_error, fresh.is_error));
+            d.push_str(&format!(
+                "is_error: {} -> {}\n",
+                orig.is_error, fresh.is_error
+            ));
         }
         let b = rec.blob(d.as_bytes())?;
         (Some(digest::blake3(d.as_bytes())), Some(b))
     };
-    rec.record(Event::ObservationCompared(ObservationCompared { batch: k, call: i, call_id: call.call_id.clone(), equal, equal_masked, diff_digest, diff_blob }))?;
+    rec.record(Event::ObservationCompared(ObservationCompared {
+        batch: k,
+        call: i,
+        call_id: call.call_id.clone(),
+        equal,
+        equal_masked,
+        diff_digest,
+        diff_blob,
+    }))?;
     Ok(())
 }
 
 /// Digest of every path the finished calls touched: `path NUL content-digest` lines, sorted.
 pub fn workspace_digest(rec: &Recorder, workspace: &std::path::Path) -> String {
-    workspace_listing(rec.state.calls.values().filter_map(|c| c.finished.as_ref()).flat_map(|f| f.touched.iter().cloned()), workspace).0
+    workspace_listing(
+        rec.state
+            .calls
+            .values()
+            .filter_map(|c| c.finished.as_ref())
+            .flat_map(|f| f.touched.iter().cloned()),
+        workspace,
+    )
+    .0
 }
 
 /// The listing behind [`workspace_digest`] (`path NUL blake3-hex-or-"-" LF`, sorted) and its
 /// digest: the digest is `blake3:` + the blob name of the listing, so storing the listing in
 /// the blob store makes every `batch_finished.workspace_digest` resolvable path by path.
-pub fn workspace_listing(paths: impl Iterator<Item = String>, workspace: &std::path::Path) -> (String, Vec<u8>) {
+pub fn workspace_listing(
+    paths: impl Iterator<Item = String>,
+    workspace: &std::path::Path,
+) -> (String, Vec<u8>) {
     let mut paths: Vec<String> = paths.collect();
     paths.sort();
     paths.dedup();
     let mut listing = Vec::new();
     for p in paths {
-        let content = std::fs::read(workspace.join(&p)).map(|b| blake3::hash(&b).to_hex().to_string()).unwrap_or_else(|_| "-".into());
+        let content = std::fs::read(workspace.join(&p))
+            .map(|b| blake3::hash(&b).to_hex().to_string())
+            .unwrap_or_else(|_| "-".into());
         listing.extend_from_slice(p.as_bytes());
         listing.push(0);
         listing.extend_from_slice(content.as_bytes());
         listing.push(b'\n');
     }
-    (format!("blake3:{}", blake3::hash(&listing).to_hex()), listing)
+    (
+        format!("blake3:{}", blake3::hash(&listing).to_hex()),
+        listing,
+    )
 }
 
 /// `batch_finished` for batch k, its per-path listing stored as a blob first.
 pub fn finish_batch(rec: &mut Recorder, req: &ReplayRequest, k: u64) -> Result<(), RunError> {
-    let paths = rec.state.calls.values().filter_map(|c| c.finished.as_ref()).flat_map(|f| f.touched.iter().cloned()).collect::<Vec<_>>();
+    let paths = rec
+        .state
+        .calls
+        .values()
+        .filter_map(|c| c.finished.as_ref())
+        .flat_map(|f| f.touched.iter().cloned())
+        .collect::<Vec<_>>();
     let (d, listing) = workspace_listing(paths.into_iter(), &req.workspace);
     rec.blob(&listing)?;
-    rec.record(Event::BatchFinished(BatchFinished { batch: k, workspace_digest: d }))?;
+    rec.record(Event::BatchFinished(BatchFinished {
+        batch: k,
+        workspace_digest: d,
+    }))?;
     Ok(())
 }
 
 fn parse_listing(b: &[u8]) -> BTreeMap<String, String> {
-    String::from_utf8_lossy(b).lines().filter_map(|l| l.split_once('\0')).map(|(p, d)| (p.to_string(), d.to_string())).collect()
+    String::from_utf8_lossy(b)
+        .lines()
+        .filter_map(|l| l.split_once('\0'))
+        .map(|(p, d)| (p.to_string(), d.to_string()))
+        .collect()
 }
 
 /// Before a resumed run re-executes anything: the paths the completed batches touched must
 /// still hold what the journal says the last finished batch left (paths changed by calls that
 /// completed after it are excluded; with a call in doubt the check waits for its decision).
 /// Returns the differing paths, each `path (journaled X, now Y)`.
-pub fn check_workspace(state: &crate::fold::ReplayState, blobs: &crate::journal::BlobStore, workspace: &std::path::Path) -> Result<(), Vec<String>> {
+pub fn check_workspace(
+    state: &crate::fold::ReplayState,
+    blobs: &crate::journal::BlobStore,
+    workspace: &std::path::Path,
+) -> Result<(), Vec<String>> {
     use crate::fold::Phase;
     let k = match state.phase {
         Phase::Replaying(k) => k - 1,
@@ -305,16 +536,28 @@ pub fn check_workspace(state: &crate::fold::ReplayState, blobs: &crate::journal:
         Phase::Replayed => state.batch_digests.keys().last().copied().unwrap_or(0),
         _ => return Ok(()),
     };
-    let Some(want) = state.batch_digests.get(&k) else { return Ok(()) };
+    let Some(want) = state.batch_digests.get(&k) else {
+        return Ok(());
+    };
     if state.in_doubt().is_some() {
         return Ok(());
     }
     let touched = |pred: &dyn Fn(u64) -> bool| -> Vec<String> {
-        state.calls.values().filter(|c| pred(c.batch)).filter_map(|c| c.finished.as_ref()).flat_map(|f| f.touched.iter().cloned()).collect()
+        state
+            .calls
+            .values()
+            .filter(|c| pred(c.batch))
+            .filter_map(|c| c.finished.as_ref())
+            .flat_map(|f| f.touched.iter().cloned())
+            .collect()
     };
     // A completed later call that changes the workspace without naming what it touched (a
     // shell command) makes every path a legitimate change: nothing can be attributed then.
-    if state.calls.values().any(|c| c.batch > k && c.finished.as_ref().is_some_and(|f| f.touched.is_empty()) && c.class != "read_only") {
+    if state.calls.values().any(|c| {
+        c.batch > k
+            && c.finished.as_ref().is_some_and(|f| f.touched.is_empty())
+            && c.class != "read_only"
+    }) {
         return Ok(());
     }
     let done = touched(&|b| b <= k);
@@ -326,14 +569,27 @@ pub fn check_workspace(state: &crate::fold::ReplayState, blobs: &crate::journal:
     let now_map = parse_listing(&listing);
     let Ok(journaled) = blobs.get_verified(want.trim_start_matches("blake3:")) else {
         // A journal without listings: only the whole digest is known.
-        return if later.is_empty() { Err(now_map.keys().map(|p| format!("{p} (one of these differs)")).collect()) } else { Ok(()) };
+        return if later.is_empty() {
+            Err(now_map
+                .keys()
+                .map(|p| format!("{p} (one of these differs)"))
+                .collect())
+        } else {
+            Ok(())
+        };
     };
     let then = parse_listing(&journaled);
     let diffs: Vec<String> = then
         .iter()
         .filter(|(p, _)| !later.contains(*p))
         .filter(|(p, d)| now_map.get(*p) != Some(*d))
-        .map(|(p, d)| format!("{p} (journaled {}, now {})", short(d), now_map.get(p).map(|x| short(x)).unwrap_or("-")))
+        .map(|(p, d)| {
+            format!(
+                "{p} (journaled {}, now {})",
+                short(d),
+                now_map.get(p).map(|x| short(x)).unwrap_or("-")
+            )
+        })
         .collect();
     if diffs.is_empty() {
         Ok(())

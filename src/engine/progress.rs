@@ -13,7 +13,10 @@ pub struct Progress {
 
 impl Progress {
     pub fn new() -> Self {
-        Progress { on: std::io::stderr().is_terminal() && std::env::var_os("PVISOR_NO_PROGRESS").is_none(), shown: false }
+        Progress {
+            on: std::io::stderr().is_terminal() && std::env::var_os("PVISOR_NO_PROGRESS").is_none(),
+            shown: false,
+        }
     }
     pub fn show(&mut self, s: &ReplayState, step: Step) {
         if !self.on {
@@ -25,7 +28,15 @@ impl Progress {
             Step::Continue => format!("continuing: {} live steps", p.live_steps),
             other => format!("{other:?}").to_lowercase(),
         };
-        let _ = write!(std::io::stderr(), "\r\x1b[2K[pvisor] {} | batches {}/{} calls {}/{} | {what}", s.phase.name(), p.batches_done, p.batches_total, p.calls_done, p.calls_total);
+        let _ = write!(
+            std::io::stderr(),
+            "\r\x1b[2K[pvisor] {} | batches {}/{} calls {}/{} | {what}",
+            s.phase.name(),
+            p.batches_done,
+            p.batches_total,
+            p.calls_done,
+            p.calls_total
+        );
         self.shown = true;
     }
     pub fn clear(&mut self) {

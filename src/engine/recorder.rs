@@ -20,16 +20,28 @@ pub struct Recorder {
 
 impl Recorder {
     pub fn new(journal: Journal, state: ReplayState, blobs: BlobStore) -> Self {
-        let failpoint = std::env::var(FAILPOINT_ENV).ok().and_then(|v| v.strip_prefix("after-event:").and_then(|n| n.parse().ok()));
-        Recorder { journal, state, blobs, failpoint }
+        let failpoint = std::env::var(FAILPOINT_ENV)
+            .ok()
+            .and_then(|v| v.strip_prefix("after-event:").and_then(|n| n.parse().ok()));
+        Recorder {
+            journal,
+            state,
+            blobs,
+            failpoint,
+        }
     }
 
     /// Append durably, fold, and honour the failpoint.
     pub fn record(&mut self, event: Event) -> Result<StoredEvent, RunError> {
         let stored = self.journal.append(event, Durability::Sync)?;
-        fold::apply(&mut self.state, &stored).map_err(|e| RunError::Internal(format!("the engine produced an illegal event: {e}")))?;
+        fold::apply(&mut self.state, &stored).map_err(|e| {
+            RunError::Internal(format!("the engine produced an illegal event: {e}"))
+        })?;
         if self.failpoint == Some(stored.seq) {
-            eprintln!("pvisor: failpoint after-event:{} reached, aborting", stored.seq);
+            eprintln!(
+                "pvisor: failpoint after-event:{} reached, aborting",
+                stored.seq
+            );
             std::process::abort();
         }
         Ok(stored)
@@ -37,6 +49,8 @@ impl Recorder {
 
     /// Store bytes in the blob store (durable before any event names them).
     pub fn blob(&self, bytes: &[u8]) -> Result<String, RunError> {
-        self.blobs.put(bytes).map_err(|e| RunError::Internal(format!("blob store {}: {e}", self.blobs.root().display())))
+        self.blobs.put(bytes).map_err(|e| {
+            RunError::Internal(format!("blob store {}: {e}", self.blobs.root().display()))
+        })
     }
 }

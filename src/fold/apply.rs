@@ -9,7 +9,9 @@ use crate::journal::StoredEvent;
 
 /// An event that the phase machine does not allow where it stands.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("illegal transition at sequence number {seq}: event `{event}` in phase `{phase}`: {reason}")]
+#[error(
+    "illegal transition at sequence number {seq}: event `{event}` in phase `{phase}`: {reason}"
+)]
 pub struct FoldError {
     pub seq: u64,
     pub event: String,
@@ -18,7 +20,9 @@ pub struct FoldError {
 }
 
 /// Fold a whole journal.
-pub fn fold<'a>(events: impl IntoIterator<Item = &'a StoredEvent>) -> Result<ReplayState, FoldError> {
+pub fn fold<'a>(
+    events: impl IntoIterator<Item = &'a StoredEvent>,
+) -> Result<ReplayState, FoldError> {
     let mut s = ReplayState::default();
     for e in events {
         apply(&mut s, e)?;
@@ -32,7 +36,12 @@ fn call_key(batch: u64, call: u64) -> (u64, u64) {
 
 /// Apply one event to the state (the step of the fold).
 pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
-    let err = |s: &ReplayState, reason: String| FoldError { seq: se.seq, event: se.event.name().to_string(), phase: s.phase.name(), reason };
+    let err = |s: &ReplayState, reason: String| FoldError {
+        seq: se.seq,
+        event: se.event.name().to_string(),
+        phase: s.phase.name(),
+        reason,
+    };
     let ev = &se.event;
     // Events allowed in any phase.
     match ev {
@@ -66,9 +75,16 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
             s.phase = Phase::Parsed;
         }
         (Phase::Parsed, Event::BoundaryValidated(b)) => {
-            let n = s.parsed.as_ref().map(|p| p.batches.len() as u64).unwrap_or(0);
+            let n = s
+                .parsed
+                .as_ref()
+                .map(|p| p.batches.len() as u64)
+                .unwrap_or(0);
             if b.after_step > n {
-                return Err(err(s, format!("boundary {} beyond the {n} parsed batches", b.after_step)));
+                return Err(err(
+                    s,
+                    format!("boundary {} beyond the {n} parsed batches", b.after_step),
+                ));
             }
             s.boundary = Some(b.clone());
             s.phase = Phase::Validated;
@@ -81,32 +97,74 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
             s.finished = Some(f.clone());
             s.phase = Phase::Finished;
         }
-        (Phase::Prepared, Event::BatchStarted(b)) | (Phase::BatchDone(_), Event::BatchStarted(b)) if mode != Some(Mode::PrepareOnly) => {
-            let expect = match s.phase { Phase::BatchDone(k) => k + 1, _ => 1 };
+        (Phase::Prepared, Event::BatchStarted(b))
+        | (Phase::BatchDone(_), Event::BatchStarted(b))
+            if mode != Some(Mode::PrepareOnly) =>
+        {
+            let expect = match s.phase {
+                Phase::BatchDone(k) => k + 1,
+                _ => 1,
+            };
             if b.batch != expect {
-                return Err(err(s, format!("expected batch {expect} to start, got batch {}", b.batch)));
+                return Err(err(
+                    s,
+                    format!("expected batch {expect} to start, got batch {}", b.batch),
+                ));
             }
             if b.batch > s.after_step() {
-                return Err(err(s, format!("batch {} is beyond the boundary {}", b.batch, s.after_step())));
+                return Err(err(
+                    s,
+                    format!(
+                        "batch {} is beyond the boundary {}",
+                        b.batch,
+                        s.after_step()
+                    ),
+                ));
             }
             s.phase = Phase::Replaying(b.batch);
         }
         (Phase::Replaying(k), Event::ToolCallStarted(c)) => {
             if c.batch != k {
-                return Err(err(s, format!("tool call of batch {} inside batch {k}", c.batch)));
+                return Err(err(
+                    s,
+                    format!("tool call of batch {} inside batch {k}", c.batch),
+                ));
             }
             if c.call > 0 {
-                let prev_done = s.calls.get(&call_key(k, c.call - 1)).map(|p| p.finished.is_some()).unwrap_or(false);
+                let prev_done = s
+                    .calls
+                    .get(&call_key(k, c.call - 1))
+                    .map(|p| p.finished.is_some())
+                    .unwrap_or(false);
                 if !prev_done {
-                    return Err(err(s, format!("call {} started before call {} finished", c.call, c.call - 1)));
+                    return Err(err(
+                        s,
+                        format!(
+                            "call {} started before call {} finished",
+                            c.call,
+                            c.call - 1
+                        ),
+                    ));
                 }
             }
             let entry = s.calls.entry(call_key(k, c.call)).or_default();
             if entry.finished.is_some() {
-                return Err(err(s, format!("call {} of batch {k} already finished; completed calls are never re-run", c.call)));
+                return Err(err(
+                    s,
+                    format!(
+                        "call {} of batch {k} already finished; completed calls are never re-run",
+                        c.call
+                    ),
+                ));
             }
             if entry.starts > 0 && entry.accepted_decisions() < entry.starts as usize {
-                return Err(err(s, format!("call {} of batch {k} restarted without an in-doubt decision", c.call)));
+                return Err(err(
+                    s,
+                    format!(
+                        "call {} of batch {k} restarted without an in-doubt decision",
+                        c.call
+                    ),
+                ));
             }
             entry.batch = k;
             entry.call = c.call;
@@ -122,7 +180,10 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
                 return Err(err(s, format!("no started call {} in batch {k}", d.call)));
             };
             if !entry.in_doubt() {
-                return Err(err(s, format!("call {} of batch {k} is not in doubt", d.call)));
+                return Err(err(
+                    s,
+                    format!("call {} of batch {k} is not in doubt", d.call),
+                ));
             }
             entry.in_doubt_decisions.push(d.decision.clone());
             s.blocked = (d.decision == "stopped").then(|| format!("batch {k} call {} ({}, {}) started before the crash and has no recorded outcome; it changes the workspace, so re-running it could apply it twice", d.call, d.tool, d.call_id));
@@ -130,28 +191,78 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
         (Phase::Replaying(k), Event::ToolCallFinished(f)) => {
             let entry = s.calls.get_mut(&call_key(k, f.call));
             match entry {
-                Some(e) if e.starts > 0 && e.finished.is_none() && f.batch == k && e.call_id == f.call_id => e.finished = Some(f.clone()),
-                _ => return Err(err(s, format!("call {} of batch {} finished without being started", f.call, f.batch))),
+                Some(e)
+                    if e.starts > 0
+                        && e.finished.is_none()
+                        && f.batch == k
+                        && e.call_id == f.call_id =>
+                {
+                    e.finished = Some(f.clone())
+                }
+                _ => {
+                    return Err(err(
+                        s,
+                        format!(
+                            "call {} of batch {} finished without being started",
+                            f.call, f.batch
+                        ),
+                    ))
+                }
             }
         }
         (Phase::Replaying(k), Event::ObservationCompared(c)) => {
             match s.calls.get_mut(&call_key(k, c.call)) {
-                Some(e) if e.finished.is_some() && e.compared.is_none() => e.compared = Some(c.clone()),
-                _ => return Err(err(s, format!("comparison of call {} before it finished (or twice)", c.call))),
+                Some(e) if e.finished.is_some() && e.compared.is_none() => {
+                    e.compared = Some(c.clone())
+                }
+                _ => {
+                    return Err(err(
+                        s,
+                        format!(
+                            "comparison of call {} before it finished (or twice)",
+                            c.call
+                        ),
+                    ))
+                }
             }
         }
         (Phase::Replaying(k), Event::BatchFinished(b)) => {
-            let expected_calls = s.parsed.as_ref().and_then(|p| p.batches.get(k as usize - 1)).map(|b| b.calls.len() as u64).unwrap_or(0);
-            let done = s.calls.range((k, 0)..(k + 1, 0)).filter(|(_, c)| c.finished.is_some()).count() as u64;
+            let expected_calls = s
+                .parsed
+                .as_ref()
+                .and_then(|p| p.batches.get(k as usize - 1))
+                .map(|b| b.calls.len() as u64)
+                .unwrap_or(0);
+            let done = s
+                .calls
+                .range((k, 0)..(k + 1, 0))
+                .filter(|(_, c)| c.finished.is_some())
+                .count() as u64;
             if b.batch != k || done != expected_calls {
-                return Err(err(s, format!("batch {} finished with {done} of {expected_calls} calls done", b.batch)));
+                return Err(err(
+                    s,
+                    format!(
+                        "batch {} finished with {done} of {expected_calls} calls done",
+                        b.batch
+                    ),
+                ));
             }
             s.batch_digests.insert(k, b.workspace_digest.clone());
             s.phase = Phase::BatchDone(k);
         }
-        (Phase::Prepared, Event::SessionWritten(w)) | (Phase::BatchDone(_), Event::SessionWritten(w)) if w.role == SessionRole::Reconstructed && mode != Some(Mode::PrepareOnly) => {
+        (Phase::Prepared, Event::SessionWritten(w))
+        | (Phase::BatchDone(_), Event::SessionWritten(w))
+            if w.role == SessionRole::Reconstructed && mode != Some(Mode::PrepareOnly) =>
+        {
             if (s.batch_digests.len() as u64) != s.after_step() {
-                return Err(err(s, format!("reconstructed session written after {} of {} batches", s.batch_digests.len(), s.after_step())));
+                return Err(err(
+                    s,
+                    format!(
+                        "reconstructed session written after {} of {} batches",
+                        s.batch_digests.len(),
+                        s.after_step()
+                    ),
+                ));
             }
             s.sessions.insert("reconstructed".into(), w.clone());
             s.phase = Phase::Replayed;
@@ -160,7 +271,10 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
             s.finished = Some(f.clone());
             s.phase = Phase::Finished;
         }
-        (Phase::Replayed, Event::BridgeStarted(b)) | (Phase::Continuing, Event::BridgeStarted(b)) if mode == Some(Mode::Continue) => {
+        (Phase::Replayed, Event::BridgeStarted(b))
+        | (Phase::Continuing, Event::BridgeStarted(b))
+            if mode == Some(Mode::Continue) =>
+        {
             // A resumed continuation starts a second bridge on the longer prefix; the first
             // start (whose prefix is the rebuilt prefix, O′N last) stays the reference.
             if s.bridge.started.is_none() {
@@ -169,10 +283,19 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
                 s.bridge.restarts.push(b.clone());
             }
         }
-        (Phase::Replayed, Event::ContinuationStarted(c)) | (Phase::Continuing, Event::ContinuationStarted(c)) if mode == Some(Mode::Continue) => {
+        (Phase::Replayed, Event::ContinuationStarted(c))
+        | (Phase::Continuing, Event::ContinuationStarted(c))
+            if mode == Some(Mode::Continue) =>
+        {
             let expect = s.continuations.len() as u64 + 1;
             if c.attempt != expect {
-                return Err(err(s, format!("continuation attempt {} where {expect} was expected", c.attempt)));
+                return Err(err(
+                    s,
+                    format!(
+                        "continuation attempt {} where {expect} was expected",
+                        c.attempt
+                    ),
+                ));
             }
             s.continuations.push(c.clone());
             s.steps_this_attempt = 0;
@@ -183,7 +306,14 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
             // A live step whose tool calls were in flight when the run crashed (batch 0 =
             // the continuation; `call` = the step number).
             if d.call == 0 || d.call > s.steps.len() as u64 {
-                return Err(err(s, format!("in-doubt live step {} but the journal has {} steps", d.call, s.steps.len())));
+                return Err(err(
+                    s,
+                    format!(
+                        "in-doubt live step {} but the journal has {} steps",
+                        d.call,
+                        s.steps.len()
+                    ),
+                ));
             }
             s.live_in_doubt.push(d.clone());
             s.blocked = (d.decision == "stopped").then(|| format!("live step {} ({}: {}) was interrupted while its tool calls ran; they change the workspace, so asking the model again could apply them twice", d.call, d.tool, d.call_id));
@@ -223,7 +353,10 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
                 s.superseded_steps.extend(old);
                 s.steps.push(st.clone());
             } else if st.n != expect {
-                return Err(err(s, format!("continuation step {} where {expect} was expected", st.n)));
+                return Err(err(
+                    s,
+                    format!("continuation step {} where {expect} was expected", st.n),
+                ));
             } else {
                 s.steps.push(st.clone());
             }
@@ -241,7 +374,15 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
             s.phase = Phase::Finished;
         }
         (_, other) => {
-            return Err(err(s, format!("not allowed here (mode {:?})", mode.map(|m| format!("{m:?}")).unwrap_or_else(|| "unknown".into()))).with_event(other));
+            return Err(err(
+                s,
+                format!(
+                    "not allowed here (mode {:?})",
+                    mode.map(|m| format!("{m:?}"))
+                        .unwrap_or_else(|| "unknown".into())
+                ),
+            )
+            .with_event(other));
         }
     }
     Ok(finish(s, se))
@@ -266,6 +407,17 @@ fn finish(s: &mut ReplayState, se: &StoredEvent) {
 
 impl Default for CallState {
     fn default() -> Self {
-        CallState { batch: 0, call: 0, call_id: String::new(), tool: String::new(), class: String::new(), args_digest: String::new(), starts: 0, finished: None, compared: None, in_doubt_decisions: Vec::new() }
+        CallState {
+            batch: 0,
+            call: 0,
+            call_id: String::new(),
+            tool: String::new(),
+            class: String::new(),
+            args_digest: String::new(),
+            starts: 0,
+            finished: None,
+            compared: None,
+            in_doubt_decisions: Vec::new(),
+        }
     }
 }

@@ -71,7 +71,13 @@ fn status_name(s: AgentStatus) -> &'static str {
 }
 
 /// An early failure: nothing could be journaled (bad flags, unreadable state dir…).
-pub fn early_failure(category: &str, message: &str, run_id: Option<String>, state_dir: Option<String>, output_dir: Option<String>) -> ReplayResult {
+pub fn early_failure(
+    category: &str,
+    message: &str,
+    run_id: Option<String>,
+    state_dir: Option<String>,
+    output_dir: Option<String>,
+) -> ReplayResult {
     ReplayResult {
         schema_version: RESULT_SCHEMA.into(),
         phase: None,
@@ -86,7 +92,10 @@ pub fn early_failure(category: &str, message: &str, run_id: Option<String>, stat
         state_dir,
         output_dir,
         artifacts: vec![],
-        failure: Some(Failure { category: category.into(), message: message.into() }),
+        failure: Some(Failure {
+            category: category.into(),
+            message: message.into(),
+        }),
         retryable: false,
         metadata: serde_json::json!({}),
     }
@@ -95,7 +104,14 @@ pub fn early_failure(category: &str, message: &str, run_id: Option<String>, stat
 /// Derive the result from the state. Pure.
 pub fn derive(s: &ReplayState) -> ReplayResult {
     let req = s.request.as_ref();
-    let blocked = s.blocked.as_ref().filter(|_| !s.phase.is_terminal()).map(|m| Failure { category: "ambiguous_execution".into(), message: m.clone() });
+    let blocked = s
+        .blocked
+        .as_ref()
+        .filter(|_| !s.phase.is_terminal())
+        .map(|m| Failure {
+            category: "ambiguous_execution".into(),
+            message: m.clone(),
+        });
     let failed = s.failure.is_some() || blocked.is_some();
     let has = |role: &str| s.sessions.contains_key(role);
     let phase = if s.agent_exit.is_some() && !failed {
@@ -110,8 +126,24 @@ pub fn derive(s: &ReplayState) -> ReplayResult {
         None
     };
     // A failed continuation never reports `continued`: the furthest *completed* phase.
-    let phase = if failed && phase == Some("continued") && s.agent_exit.as_ref().map(|a| a.status == AgentStatus::Failed).unwrap_or(true) { Some("replayed") } else { phase };
-    let quality = phase.map(|_| if failed || s.any_stale() { "degraded" } else { "verified" });
+    let phase = if failed
+        && phase == Some("continued")
+        && s.agent_exit
+            .as_ref()
+            .map(|a| a.status == AgentStatus::Failed)
+            .unwrap_or(true)
+    {
+        Some("replayed")
+    } else {
+        phase
+    };
+    let quality = phase.map(|_| {
+        if failed || s.any_stale() {
+            "degraded"
+        } else {
+            "verified"
+        }
+    });
     let continued = !s.continuations.is_empty();
     let agent_status = match (&s.agent_exit, continued, failed) {
         (Some(a), _, false) => status_name(a.status),
@@ -127,27 +159,73 @@ pub fn derive(s: &ReplayState) -> ReplayResult {
     if let Some(o) = &out {
         let join = |f: &str| format!("{}/{}", o.trim_end_matches('/'), f);
         if s.parsed.is_some() {
-            artifacts.push(Artifact { role: "plan".into(), format: "pvisor/plan-v1".into(), path: join(files::PLAN) });
+            artifacts.push(Artifact {
+                role: "plan".into(),
+                format: "pvisor/plan-v1".into(),
+                path: join(files::PLAN),
+            });
         }
         for role in ["prepared", "reconstructed", "continued"] {
             if let Some(w) = s.sessions.get(role) {
-                artifacts.push(Artifact { role: format!("{role}_native_session"), format: native_fmt(role), path: w.path.clone() });
+                artifacts.push(Artifact {
+                    role: format!("{role}_native_session"),
+                    format: native_fmt(role),
+                    path: w.path.clone(),
+                });
             }
         }
         if s.phase.is_terminal() {
-            artifacts.push(Artifact { role: "journal_export".into(), format: "pvisor/journal-jsonl-v1".into(), path: join(files::JOURNAL_EXPORT) });
+            artifacts.push(Artifact {
+                role: "journal_export".into(),
+                format: "pvisor/journal-jsonl-v1".into(),
+                path: join(files::JOURNAL_EXPORT),
+            });
             if !s.calls.is_empty() {
-                artifacts.push(Artifact { role: "observation_comparison".into(), format: "pvisor/observation-comparison-v1".into(), path: join(files::OBSERVATIONS) });
+                artifacts.push(Artifact {
+                    role: "observation_comparison".into(),
+                    format: "pvisor/observation-comparison-v1".into(),
+                    path: join(files::OBSERVATIONS),
+                });
             }
             if !s.steps.is_empty() {
-                artifacts.push(Artifact { role: "next_action_comparison".into(), format: "pvisor/next-action-comparison-v1".into(), path: join(files::NEXT_ACTION) });
+                artifacts.push(Artifact {
+                    role: "next_action_comparison".into(),
+                    format: "pvisor/next-action-comparison-v1".into(),
+                    path: join(files::NEXT_ACTION),
+                });
             }
         }
     }
-    let equal = s.calls.values().filter(|c| c.compared.as_ref().map(|x| x.equal).unwrap_or(false)).count();
-    let equal_masked = s.calls.values().filter(|c| c.compared.as_ref().map(|x| x.equal || x.equal_masked).unwrap_or(false)).count();
-    let differ = s.calls.values().filter(|c| c.compared.as_ref().map(|x| !x.equal && !x.equal_masked).unwrap_or(false)).count();
-    let stale = s.calls.values().filter(|c| c.finished.as_ref().map(|f| f.stale).unwrap_or(false)).count();
+    let equal = s
+        .calls
+        .values()
+        .filter(|c| c.compared.as_ref().map(|x| x.equal).unwrap_or(false))
+        .count();
+    let equal_masked = s
+        .calls
+        .values()
+        .filter(|c| {
+            c.compared
+                .as_ref()
+                .map(|x| x.equal || x.equal_masked)
+                .unwrap_or(false)
+        })
+        .count();
+    let differ = s
+        .calls
+        .values()
+        .filter(|c| {
+            c.compared
+                .as_ref()
+                .map(|x| !x.equal && !x.equal_masked)
+                .unwrap_or(false)
+        })
+        .count();
+    let stale = s
+        .calls
+        .values()
+        .filter(|c| c.finished.as_ref().map(|f| f.stale).unwrap_or(false))
+        .count();
     let bp = req.and_then(|r| r.boundary_prompt.clone());
     let injected = s.bridge.injections > 0;
     let mut bpj = serde_json::json!({ "requested": bp.is_some(), "injected": injected, "injection_count": s.bridge.injections });
@@ -188,15 +266,37 @@ pub fn derive(s: &ReplayState) -> ReplayResult {
         quality: quality.map(String::from),
         agent_status: agent_status.into(),
         run_id: req.map(|r| r.run_id.clone()),
-        agent: req.map(|r| AgentInfo { kind: r.agent.clone(), version: r.agent_version.clone().or_else(|| s.continuations.last().and_then(|c| c.agent_version.clone())), entrypoint: r.agent_entrypoint.clone() }),
+        agent: req.map(|r| AgentInfo {
+            kind: r.agent.clone(),
+            version: r
+                .agent_version
+                .clone()
+                .or_else(|| s.continuations.last().and_then(|c| c.agent_version.clone())),
+            entrypoint: r.agent_entrypoint.clone(),
+        }),
         after_step: req.map(|r| r.after_step),
-        replayed_tool_calls: s.calls.values().filter(|c| c.finished.as_ref().map(|f| !f.stale).unwrap_or(false)).count() as u64,
-        prefix_model_turns: s.boundary.as_ref().map(|b| b.prefix_model_turns).unwrap_or(0),
+        replayed_tool_calls: s
+            .calls
+            .values()
+            .filter(|c| c.finished.as_ref().map(|f| !f.stale).unwrap_or(false))
+            .count() as u64,
+        prefix_model_turns: s
+            .boundary
+            .as_ref()
+            .map(|b| b.prefix_model_turns)
+            .unwrap_or(0),
         continued_steps: s.steps.len() as u64,
         state_dir: req.map(|r| r.state_dir.clone()),
         output_dir: out,
         artifacts,
-        failure: s.failure.as_ref().map(|f| Failure { category: f.category.clone(), message: f.message.clone() }).or(blocked),
+        failure: s
+            .failure
+            .as_ref()
+            .map(|f| Failure {
+                category: f.category.clone(),
+                message: f.message.clone(),
+            })
+            .or(blocked),
         retryable,
         metadata,
     }

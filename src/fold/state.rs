@@ -32,7 +32,10 @@ impl Phase {
         match self {
             Phase::Replaying(k) => format!("replaying batch {k}"),
             Phase::BatchDone(k) => format!("batch {k} done"),
-            other => serde_json::to_value(other).ok().and_then(|v| v.get("phase").and_then(|p| p.as_str()).map(String::from)).unwrap_or_default(),
+            other => serde_json::to_value(other)
+                .ok()
+                .and_then(|v| v.get("phase").and_then(|p| p.as_str()).map(String::from))
+                .unwrap_or_default(),
         }
     }
     pub fn is_terminal(&self) -> bool {
@@ -59,7 +62,10 @@ pub struct CallState {
 impl CallState {
     /// In-doubt decisions that allow a re-run (`stopped` does not).
     pub fn accepted_decisions(&self) -> usize {
-        self.in_doubt_decisions.iter().filter(|d| *d != "stopped").count()
+        self.in_doubt_decisions
+            .iter()
+            .filter(|d| *d != "stopped")
+            .count()
     }
     /// Started without a recorded outcome.
     pub fn in_doubt(&self) -> bool {
@@ -163,7 +169,17 @@ impl ReplayState {
     }
     pub fn progress(&self) -> Progress {
         let after = self.after_step();
-        let calls_total = self.parsed.as_ref().map(|p| p.batches.iter().take(after as usize).map(|b| b.calls.len() as u64).sum()).unwrap_or(0);
+        let calls_total = self
+            .parsed
+            .as_ref()
+            .map(|p| {
+                p.batches
+                    .iter()
+                    .take(after as usize)
+                    .map(|b| b.calls.len() as u64)
+                    .sum()
+            })
+            .unwrap_or(0);
         Progress {
             batches_total: after,
             batches_done: self.batch_digests.len() as u64,
@@ -178,6 +194,8 @@ impl ReplayState {
         self.calls.values().find(|c| c.in_doubt())
     }
     pub fn any_stale(&self) -> bool {
-        self.calls.values().any(|c| c.finished.as_ref().map(|f| f.stale).unwrap_or(false))
+        self.calls
+            .values()
+            .any(|c| c.finished.as_ref().map(|f| f.stale).unwrap_or(false))
     }
 }

@@ -35,15 +35,26 @@ impl FileStorage {
     /// its directory so the new name survives a crash.
     pub fn open(path: &Path) -> io::Result<Self> {
         let existed = path.exists();
-        let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)?;
         if !existed {
             sync_dir(path.parent().unwrap_or(Path::new(".")))?;
         }
-        Ok(FileStorage { file, path: path.to_path_buf() })
+        Ok(FileStorage {
+            file,
+            path: path.to_path_buf(),
+        })
     }
     /// Open read-only (verify, show, export, audit never write).
     pub fn open_read_only(path: &Path) -> io::Result<ReadOnlyFile> {
-        Ok(ReadOnlyFile { file: File::open(path)?, path: path.to_path_buf() })
+        Ok(ReadOnlyFile {
+            file: File::open(path)?,
+            path: path.to_path_buf(),
+        })
     }
     pub fn path(&self) -> &Path {
         &self.path
@@ -127,7 +138,11 @@ impl MemStorage {
     }
     /// A backend whose written and durable images are `bytes` (as if reopened after a crash).
     pub fn from_image(bytes: Vec<u8>) -> Self {
-        MemStorage { written: bytes.clone(), durable: bytes, ..Default::default() }
+        MemStorage {
+            written: bytes.clone(),
+            durable: bytes,
+            ..Default::default()
+        }
     }
 }
 

@@ -16,7 +16,14 @@ pub struct BlobStore {
 pub fn write_atomic(target: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = target.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(".{}.tmp-{}", target.file_name().and_then(|n| n.to_str()).unwrap_or("blob"), std::process::id()));
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        target
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("blob"),
+        std::process::id()
+    ));
     {
         let mut f = fs::File::create(&tmp)?;
         f.write_all(bytes)?;
@@ -28,7 +35,9 @@ pub fn write_atomic(target: &Path, bytes: &[u8]) -> io::Result<()> {
 
 impl BlobStore {
     pub fn new(state_dir: &Path) -> Self {
-        BlobStore { root: state_dir.join("blobs") }
+        BlobStore {
+            root: state_dir.join("blobs"),
+        }
     }
     pub fn root(&self) -> &Path {
         &self.root
@@ -54,7 +63,10 @@ impl BlobStore {
     pub fn get_verified(&self, hash: &str) -> io::Result<Vec<u8>> {
         let b = self.get(hash)?;
         if blake3::hash(&b).to_hex().as_str() != hash {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, format!("blob {hash} does not match its content")));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("blob {hash} does not match its content"),
+            ));
         }
         Ok(b)
     }

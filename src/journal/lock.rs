@@ -19,20 +19,39 @@ pub struct LockFile {
 impl LockFile {
     /// Take the lock or fail at once with the holder's identity.
     pub fn acquire(path: &Path) -> Result<LockFile, JournalError> {
-        let io = |e| JournalError::Io { path: path.to_path_buf(), source: e };
-        let mut file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path).map_err(io)?;
+        let io = |e| JournalError::Io {
+            path: path.to_path_buf(),
+            source: e,
+        };
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(io)?;
         if file.try_lock_exclusive().is_err() {
             let mut holder = String::new();
             let _ = file.read_to_string(&mut holder);
             let holder = holder.trim();
-            let holder = if holder.is_empty() { format!("lock file {}", path.display()) } else { format!("{holder}, lock file {}", path.display()) };
-            return Err(JournalError::Locked { path: path.with_file_name(super::store::JOURNAL_FILE), holder });
+            let holder = if holder.is_empty() {
+                format!("lock file {}", path.display())
+            } else {
+                format!("{holder}, lock file {}", path.display())
+            };
+            return Err(JournalError::Locked {
+                path: path.with_file_name(super::store::JOURNAL_FILE),
+                holder,
+            });
         }
         file.set_len(0).map_err(io)?;
         file.seek(SeekFrom::Start(0)).map_err(io)?;
         let _ = write!(file, "pid {}", std::process::id());
         let _ = file.flush();
-        Ok(LockFile { file, path: path.to_path_buf() })
+        Ok(LockFile {
+            file,
+            path: path.to_path_buf(),
+        })
     }
 }
 

@@ -11,4 +11,6 @@ pub mod store;
 pub use backend::{FileStorage, MemStorage, Storage};
 pub use blobs::BlobStore;
 pub use error::JournalError;
-pub use store::{read_events, resolve_path, Durability, Journal, Opened, StoredEvent, JOURNAL_FILE};
+pub use store::{
+    read_events, resolve_path, Durability, Journal, Opened, StoredEvent, JOURNAL_FILE,
+};

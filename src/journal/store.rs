@@ -48,7 +48,11 @@ pub enum Opened {
     Created,
     Intact,
     /// A torn tail was quarantined and a `recovered` event appended.
-    Recovered { offset: u64, length: u64, quarantine: PathBuf },
+    Recovered {
+        offset: u64,
+        length: u64,
+        quarantine: PathBuf,
+    },
 }
 
 pub struct Journal<S: Storage = FileStorage> {
@@ -68,7 +72,10 @@ pub struct Journal<S: Storage = FileStorage> {
 }
 
 pub fn now_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 /// File name of the journal inside a state directory.
@@ -82,21 +89,31 @@ pub fn resolve_path(path: &Path) -> Result<PathBuf, JournalError> {
         if j.is_file() {
             return Ok(j);
         }
-        return Err(JournalError::NotFound { path: path.to_path_buf() });
+        return Err(JournalError::NotFound {
+            path: path.to_path_buf(),
+        });
     }
     if path.is_file() {
         return Ok(path.to_path_buf());
     }
-    Err(JournalError::NotFound { path: path.to_path_buf() })
+    Err(JournalError::NotFound {
+        path: path.to_path_buf(),
+    })
 }
 
 impl Journal<FileStorage> {
     /// Open or create the journal of a state directory, taking its lock.
     pub fn open_dir(state_dir: &Path) -> Result<(Self, Vec<StoredEvent>, Opened), JournalError> {
-        std::fs::create_dir_all(state_dir).map_err(|e| JournalError::Io { path: state_dir.to_path_buf(), source: e })?;
+        std::fs::create_dir_all(state_dir).map_err(|e| JournalError::Io {
+            path: state_dir.to_path_buf(),
+            source: e,
+        })?;
         let lock = LockFile::acquire(&state_dir.join(LOCK_FILE))?;
         let path = state_dir.join(JOURNAL_FILE);
-        let storage = FileStorage::open(&path).map_err(|e| JournalError::Io { path: path.clone(), source: e })?;
+        let storage = FileStorage::open(&path).map_err(|e| JournalError::Io {
+            path: path.clone(),
+            source: e,
+        })?;
         let quarantine = state_dir.join(format!("{JOURNAL_FILE}.torn"));
         let mut opened = Journal::open_with(storage, path, quarantine, now_ms)?;
         opened.0._lock = Some(lock);
@@ -127,8 +144,16 @@ fn write_quarantine(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 impl<S: Storage> Journal<S> {
     /// Open over any backend. `quarantine` names where torn bytes go (ignored when empty).
-    pub fn open_with(mut storage: S, path: PathBuf, quarantine: PathBuf, clock: fn() -> u64) -> Result<(Self, Vec<StoredEvent>, Opened), JournalError> {
-        let io = |e: std::io::Error| JournalError::Io { path: path.clone(), source: e };
+    pub fn open_with(
+        mut storage: S,
+        path: PathBuf,
+        quarantine: PathBuf,
+        clock: fn() -> u64,
+    ) -> Result<(Self, Vec<StoredEvent>, Opened), JournalError> {
+        let io = |e: std::io::Error| JournalError::Io {
+            path: path.clone(),
+            source: e,
+        };
         let len = storage.len().map_err(io)?;
         if len < journal_format::header::HEADER_LEN as u64 {
             // Creation interrupted (or a new file): nothing acknowledged can be here.
@@ -139,51 +164,137 @@ impl<S: Storage> Journal<S> {
                 let q = quarantine_path(&quarantine);
                 write_quarantine(&q, &b).map_err(io)?;
                 storage.truncate(0).map_err(io)?;
-                opened = Opened::Recovered { offset: 0, length: len, quarantine: q };
+                opened = Opened::Recovered {
+                    offset: 0,
+                    length: len,
+                    quarantine: q,
+                };
             }
             let header = FileHeader::new(JournalId(rand::random()), clock());
             storage.append(&header.encode()).map_err(io)?;
-            storage.sync().map_err(|e| JournalError::SyncFailed { path: path.clone(), source: e })?;
+            storage.sync().map_err(|e| JournalError::SyncFailed {
+                path: path.clone(),
+                source: e,
+            })?;
             let encoder = Encoder::new(&header);
-            let len = storage.len().map_err(|e| JournalError::Io { path: path.clone(), source: e })?;
-            let mut j = Journal { storage, path, header, encoder, poisoned: false, pending: false, buf: Vec::new(), len, _lock: None, clock };
+            let len = storage.len().map_err(|e| JournalError::Io {
+                path: path.clone(),
+                source: e,
+            })?;
+            let mut j = Journal {
+                storage,
+                path,
+                header,
+                encoder,
+                poisoned: false,
+                pending: false,
+                buf: Vec::new(),
+                len,
+                _lock: None,
+                clock,
+            };
             let mut events = Vec::new();
-            if let Opened::Recovered { offset, length, quarantine } = &opened {
-                let ev = Event::Recovered(Recovered { offset: *offset, length: *length, quarantine_path: quarantine.display().to_string() });
+            if let Opened::Recovered {
+                offset,
+                length,
+                quarantine,
+            } = &opened
+            {
+                let ev = Event::Recovered(Recovered {
+                    offset: *offset,
+                    length: *length,
+                    quarantine_path: quarantine.display().to_string(),
+                });
                 events.push(j.append(ev, Durability::Sync)?);
             }
             return Ok((j, events, opened));
         }
         let (header, events, last_seq, head, tail) = {
             let reader = storage.reader().map_err(io)?;
-            let mut rr = RecordReader::open(reader).map_err(|e| JournalError::from_scan(path.clone(), e))?;
+            let mut rr =
+                RecordReader::open(reader).map_err(|e| JournalError::from_scan(path.clone(), e))?;
             let mut events = Vec::new();
-            while let Some(rec) = rr.next_record().map_err(|e| JournalError::from_scan(path.clone(), e))? {
-                let event = Event::decode(rec.kind, rec.payload()).map_err(|e| JournalError::Decode { path: path.clone(), seq: rec.seq, offset: rec.offset, source: e })?;
-                events.push(StoredEvent { seq: rec.seq, at_ms: rec.at_ms, offset: rec.offset, event });
+            while let Some(rec) = rr
+                .next_record()
+                .map_err(|e| JournalError::from_scan(path.clone(), e))?
+            {
+                let event =
+                    Event::decode(rec.kind, rec.payload()).map_err(|e| JournalError::Decode {
+                        path: path.clone(),
+                        seq: rec.seq,
+                        offset: rec.offset,
+                        source: e,
+                    })?;
+                events.push(StoredEvent {
+                    seq: rec.seq,
+                    at_ms: rec.at_ms,
+                    offset: rec.offset,
+                    event,
+                });
             }
-            (*rr.header(), events, rr.last_seq(), rr.head(), rr.tail().expect("tail set at end"))
+            (
+                *rr.header(),
+                events,
+                rr.last_seq(),
+                rr.head(),
+                rr.tail().expect("tail set at end"),
+            )
         };
         if !header.writable() {
-            return Err(JournalError::NotWritable { path, major: header.major, minor: header.minor });
+            return Err(JournalError::NotWritable {
+                path,
+                major: header.major,
+                minor: header.minor,
+            });
         }
         let encoder = Encoder::resume(&header, last_seq, head);
-        let mut j = Journal { storage, path, header, encoder, poisoned: false, pending: false, buf: Vec::new(), len, _lock: None, clock };
+        let mut j = Journal {
+            storage,
+            path,
+            header,
+            encoder,
+            poisoned: false,
+            pending: false,
+            buf: Vec::new(),
+            len,
+            _lock: None,
+            clock,
+        };
         let mut events = events;
         let opened = match tail {
             TailState::Clean { .. } => Opened::Intact,
             TailState::Torn { offset, len } => {
                 let mut b = vec![0u8; len as usize];
-                let n = j.storage.read_at(offset, &mut b).map_err(|e| JournalError::Io { path: j.path.clone(), source: e })?;
+                let n = j
+                    .storage
+                    .read_at(offset, &mut b)
+                    .map_err(|e| JournalError::Io {
+                        path: j.path.clone(),
+                        source: e,
+                    })?;
                 b.truncate(n);
                 let q = quarantine_path(&quarantine);
-                write_quarantine(&q, &b).map_err(|e| JournalError::Io { path: q.clone(), source: e })?;
-                j.storage.truncate(offset).map_err(|e| JournalError::Io { path: j.path.clone(), source: e })?;
+                write_quarantine(&q, &b).map_err(|e| JournalError::Io {
+                    path: q.clone(),
+                    source: e,
+                })?;
+                j.storage.truncate(offset).map_err(|e| JournalError::Io {
+                    path: j.path.clone(),
+                    source: e,
+                })?;
                 j.len = offset;
                 j.sync_now()?;
-                let ev = Event::Recovered(Recovered { offset, length: len, quarantine_path: q.display().to_string() });
+                let ev = Event::Recovered(Recovered {
+                    offset,
+                    length: len,
+                    quarantine_path: q.display().to_string(),
+                });
                 events.push(j.append(ev, Durability::Sync)?);
-                Opened::Recovered { offset, length: len, quarantine: q }
+                Opened::Recovered {
+                    offset,
+                    length: len,
+                    quarantine: q,
+                }
             }
         };
         Ok((j, events, opened))
@@ -218,7 +329,10 @@ impl<S: Storage> Journal<S> {
         if let Err(e) = r {
             // A partial write may have reached the file: nothing more may be appended.
             self.poisoned = true;
-            return Err(JournalError::Io { path: self.path.clone(), source: e });
+            return Err(JournalError::Io {
+                path: self.path.clone(),
+                source: e,
+            });
         }
         Ok(())
     }
@@ -227,21 +341,35 @@ impl<S: Storage> Journal<S> {
         self.flush_buf()?;
         if let Err(e) = self.storage.sync() {
             self.poisoned = true;
-            return Err(JournalError::SyncFailed { path: self.path.clone(), source: e });
+            return Err(JournalError::SyncFailed {
+                path: self.path.clone(),
+                source: e,
+            });
         }
         self.pending = false;
         Ok(())
     }
 
     /// Append one event. With `Durability::Sync` it is on stable storage when this returns.
-    pub fn append(&mut self, event: Event, durability: Durability) -> Result<StoredEvent, JournalError> {
+    pub fn append(
+        &mut self,
+        event: Event,
+        durability: Durability,
+    ) -> Result<StoredEvent, JournalError> {
         if self.poisoned {
-            return Err(JournalError::Poisoned { path: self.path.clone() });
+            return Err(JournalError::Poisoned {
+                path: self.path.clone(),
+            });
         }
         let at_ms = (self.clock)();
         let offset = self.len;
         let mut enc = self.encoder.clone();
-        let bytes = enc.encode(&event, at_ms).map_err(|e| JournalError::TooLarge { path: self.path.clone(), source: e })?;
+        let bytes = enc
+            .encode(&event, at_ms)
+            .map_err(|e| JournalError::TooLarge {
+                path: self.path.clone(),
+                source: e,
+            })?;
         self.encoder = enc;
         self.len += bytes.len() as u64;
         self.pending = true;
@@ -252,13 +380,20 @@ impl<S: Storage> Journal<S> {
         if durability == Durability::Sync {
             self.sync_now()?;
         }
-        Ok(StoredEvent { seq: self.encoder.next_seq() - 1, at_ms, offset, event })
+        Ok(StoredEvent {
+            seq: self.encoder.next_seq() - 1,
+            at_ms,
+            offset,
+            event,
+        })
     }
 
     /// Make every buffered append durable (group commit).
     pub fn commit(&mut self) -> Result<(), JournalError> {
         if self.poisoned {
-            return Err(JournalError::Poisoned { path: self.path.clone() });
+            return Err(JournalError::Poisoned {
+                path: self.path.clone(),
+            });
         }
         if self.pending {
             self.sync_now()?;
@@ -269,18 +404,51 @@ impl<S: Storage> Journal<S> {
 
 /// Stream the events of a journal file read-only, in constant memory, calling `f` for each.
 /// Returns the scan report. Never modifies the file (a torn tail is reported, not fixed).
-pub fn read_events(path: &Path, mut f: impl FnMut(StoredEvent) -> Result<(), JournalError>) -> Result<journal_format::ScanReport, JournalError> {
-    let file = FileStorage::open_read_only(path).map_err(|e| JournalError::Io { path: path.to_path_buf(), source: e })?;
-    let reader = file.reader().map_err(|e| JournalError::Io { path: path.to_path_buf(), source: e })?;
+pub fn read_events(
+    path: &Path,
+    mut f: impl FnMut(StoredEvent) -> Result<(), JournalError>,
+) -> Result<journal_format::ScanReport, JournalError> {
+    let file = FileStorage::open_read_only(path).map_err(|e| JournalError::Io {
+        path: path.to_path_buf(),
+        source: e,
+    })?;
+    let reader = file.reader().map_err(|e| JournalError::Io {
+        path: path.to_path_buf(),
+        source: e,
+    })?;
     stream_events(reader, path, &mut f)
 }
 
 /// The same over any reader.
-pub fn stream_events(reader: impl Read, path: &Path, f: &mut dyn FnMut(StoredEvent) -> Result<(), JournalError>) -> Result<journal_format::ScanReport, JournalError> {
-    let mut rr = RecordReader::open(reader).map_err(|e| JournalError::from_scan(path.to_path_buf(), e))?;
-    while let Some(rec) = rr.next_record().map_err(|e| JournalError::from_scan(path.to_path_buf(), e))? {
-        let event = Event::decode(rec.kind, rec.payload()).map_err(|e| JournalError::Decode { path: path.to_path_buf(), seq: rec.seq, offset: rec.offset, source: e })?;
-        f(StoredEvent { seq: rec.seq, at_ms: rec.at_ms, offset: rec.offset, event })?;
+pub fn stream_events(
+    reader: impl Read,
+    path: &Path,
+    f: &mut dyn FnMut(StoredEvent) -> Result<(), JournalError>,
+) -> Result<journal_format::ScanReport, JournalError> {
+    let mut rr =
+        RecordReader::open(reader).map_err(|e| JournalError::from_scan(path.to_path_buf(), e))?;
+    while let Some(rec) = rr
+        .next_record()
+        .map_err(|e| JournalError::from_scan(path.to_path_buf(), e))?
+    {
+        let event = Event::decode(rec.kind, rec.payload()).map_err(|e| JournalError::Decode {
+            path: path.to_path_buf(),
+            seq: rec.seq,
+            offset: rec.offset,
+            source: e,
+        })?;
+        f(StoredEvent {
+            seq: rec.seq,
+            at_ms: rec.at_ms,
+            offset: rec.offset,
+            event,
+        })?;
     }
-    Ok(journal_format::ScanReport { header: *rr.header(), records: rr.records(), last_seq: rr.last_seq(), head: rr.head(), tail: rr.tail().expect("set") })
+    Ok(journal_format::ScanReport {
+        header: *rr.header(),
+        records: rr.records(),
+        last_seq: rr.last_seq(),
+        head: rr.head(),
+        tail: rr.tail().expect("set"),
+    })
 }

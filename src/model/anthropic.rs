@@ -33,7 +33,9 @@ fn usage_full(r: &Reply) -> Value {
 pub(crate) fn content(r: &Reply) -> Vec<Value> {
     let mut out = Vec::new();
     if let Some(t) = r.thinking() {
-        out.push(json!({"type": "thinking", "thinking": t, "signature": ids::signature_tag(&r.tag)}));
+        out.push(
+            json!({"type": "thinking", "thinking": t, "signature": ids::signature_tag(&r.tag)}),
+        );
     }
     if let Some(t) = r.text() {
         out.push(json!({"type": "text", "text": t}));
@@ -81,19 +83,39 @@ pub(crate) fn events(r: &Reply) -> Vec<SseEvent> {
     ev.push(SseEvent::named("ping", &json!({"type": "ping"})));
     let mut index = 0usize;
     let start = |index: usize, block: Value| {
-        SseEvent::named("content_block_start", &json!({"type": "content_block_start", "index": index, "content_block": block}))
+        SseEvent::named(
+            "content_block_start",
+            &json!({"type": "content_block_start", "index": index, "content_block": block}),
+        )
     };
     let delta = |index: usize, d: Value| {
-        SseEvent::named("content_block_delta", &json!({"type": "content_block_delta", "index": index, "delta": d}))
+        SseEvent::named(
+            "content_block_delta",
+            &json!({"type": "content_block_delta", "index": index, "delta": d}),
+        )
     };
-    let stop = |index: usize| SseEvent::named("content_block_stop", &json!({"type": "content_block_stop", "index": index}));
+    let stop = |index: usize| {
+        SseEvent::named(
+            "content_block_stop",
+            &json!({"type": "content_block_stop", "index": index}),
+        )
+    };
 
     if let Some(t) = r.thinking() {
-        ev.push(start(index, json!({"type": "thinking", "thinking": "", "signature": ""})));
+        ev.push(start(
+            index,
+            json!({"type": "thinking", "thinking": "", "signature": ""}),
+        ));
         for piece in r.chunks(t) {
-            ev.push(delta(index, json!({"type": "thinking_delta", "thinking": piece})));
+            ev.push(delta(
+                index,
+                json!({"type": "thinking_delta", "thinking": piece}),
+            ));
         }
-        ev.push(delta(index, json!({"type": "signature_delta", "signature": ids::signature_tag(&r.tag)})));
+        ev.push(delta(
+            index,
+            json!({"type": "signature_delta", "signature": ids::signature_tag(&r.tag)}),
+        ));
         ev.push(stop(index));
         index += 1;
     }
@@ -110,9 +132,15 @@ pub(crate) fn events(r: &Reply) -> Vec<SseEvent> {
             index,
             json!({"type": "tool_use", "id": ids::anthropic_tool_tag(&r.tag, i), "name": c.name, "input": {}}),
         ));
-        ev.push(delta(index, json!({"type": "input_json_delta", "partial_json": ""})));
+        ev.push(delta(
+            index,
+            json!({"type": "input_json_delta", "partial_json": ""}),
+        ));
         for piece in r.chunks(&c.input_object().to_string()) {
-            ev.push(delta(index, json!({"type": "input_json_delta", "partial_json": piece})));
+            ev.push(delta(
+                index,
+                json!({"type": "input_json_delta", "partial_json": piece}),
+            ));
         }
         ev.push(stop(index));
         index += 1;
@@ -123,7 +151,10 @@ pub(crate) fn events(r: &Reply) -> Vec<SseEvent> {
                 "delta": {"stop_reason": r.turn.stop_reason().as_str(), "stop_sequence": null},
                 "usage": {"output_tokens": r.output_tokens()}}),
     ));
-    ev.push(SseEvent::named("message_stop", &json!({"type": "message_stop"})));
+    ev.push(SseEvent::named(
+        "message_stop",
+        &json!({"type": "message_stop"}),
+    ));
     ev
 }
 

@@ -15,19 +15,23 @@ use serde_json::Value;
 /// Anthropic Messages: runs of `role: "assistant"` in `messages`. `role: "system"` messages
 /// (Claude Code's mid-conversation system turns) neither count nor end a run; `user` ends it.
 pub fn anthropic_turns(body: &Value) -> usize {
-    count_runs(body.get("messages"), |m| match m.get("role").and_then(Value::as_str) {
-        Some("assistant") => Role::Assistant,
-        Some("system") => Role::Neutral,
-        _ => Role::Other,
+    count_runs(body.get("messages"), |m| {
+        match m.get("role").and_then(Value::as_str) {
+            Some("assistant") => Role::Assistant,
+            Some("system") => Role::Neutral,
+            _ => Role::Other,
+        }
     })
 }
 
 /// OpenAI Chat Completions: runs of `role: "assistant"` in `messages`; any other role
 /// (`user`, `tool`, `system`, `developer`) ends a run.
 pub fn chat_turns(body: &Value) -> usize {
-    count_runs(body.get("messages"), |m| match m.get("role").and_then(Value::as_str) {
-        Some("assistant") => Role::Assistant,
-        _ => Role::Other,
+    count_runs(body.get("messages"), |m| {
+        match m.get("role").and_then(Value::as_str) {
+            Some("assistant") => Role::Assistant,
+            _ => Role::Other,
+        }
     })
 }
 
@@ -58,7 +62,9 @@ enum Role {
 }
 
 fn count_runs(list: Option<&Value>, classify: impl Fn(&Value) -> Role) -> usize {
-    let Some(Value::Array(items)) = list else { return 0 };
+    let Some(Value::Array(items)) = list else {
+        return 0;
+    };
     let mut turns = 0;
     let mut in_run = false;
     for item in items {

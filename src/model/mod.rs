@@ -23,7 +23,9 @@ pub mod script;
 pub mod server;
 mod wire;
 
-pub use script::{ids, Script, ScriptError, SideRule, StopReason, ToolCallSpec, Turn, EXHAUSTED_TEXT};
+pub use script::{
+    ids, Script, ScriptError, SideRule, StopReason, ToolCallSpec, Turn, EXHAUSTED_TEXT,
+};
 pub use server::{start, LoggedRequest, Protocol, RequestKind, ServerHandle, ServerOptions};
 
 use std::path::PathBuf;
@@ -32,9 +34,17 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
     #[error("cannot bind 127.0.0.1:{port}: {source}")]
-    Bind { port: u16, #[source] source: std::io::Error },
+    Bind {
+        port: u16,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("cannot open request log {path}: {source}")]
-    Log { path: PathBuf, #[source] source: std::io::Error },
+    Log {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error(transparent)]
     Script(#[from] ScriptError),
 }

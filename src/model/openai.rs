@@ -47,20 +47,26 @@ fn response_object(r: &Reply, status: &str, output: Vec<Value>, usage: Value) ->
 pub(crate) fn responses_output(r: &Reply) -> Vec<Value> {
     let mut out = Vec::new();
     if let Some(t) = r.thinking() {
-        out.push(json!({"id": ids::reasoning_tag(&r.tag), "type": "reasoning",
-                        "summary": [{"type": "summary_text", "text": t}]}));
+        out.push(
+            json!({"id": ids::reasoning_tag(&r.tag), "type": "reasoning",
+                        "summary": [{"type": "summary_text", "text": t}]}),
+        );
     }
     if let Some(t) = r.text() {
-        out.push(json!({"id": ids::message_tag(&r.tag), "type": "message", "status": "completed",
+        out.push(
+            json!({"id": ids::message_tag(&r.tag), "type": "message", "status": "completed",
                         "role": "assistant",
-                        "content": [{"type": "output_text", "text": t, "annotations": []}]}));
+                        "content": [{"type": "output_text", "text": t, "annotations": []}]}),
+        );
     }
     for (i, c) in r.turn.tool_calls.iter().enumerate() {
         let id = ids::responses_call_item_tag(&r.tag, i, c.custom);
         let call_id = ids::openai_call_tag(&r.tag, i);
         if c.custom {
-            out.push(json!({"id": id, "type": "custom_tool_call", "status": "completed",
-                            "call_id": call_id, "name": c.name, "input": c.input_text()}));
+            out.push(
+                json!({"id": id, "type": "custom_tool_call", "status": "completed",
+                            "call_id": call_id, "name": c.name, "input": c.input_text()}),
+            );
         } else {
             out.push(json!({"id": id, "type": "function_call", "status": "completed",
                             "call_id": call_id, "name": c.name, "arguments": c.input_object().to_string()}));
@@ -100,39 +106,77 @@ pub(crate) fn responses_events(r: &Reply) -> Vec<SseEvent> {
     let mut oi = 0usize; // output index == index into done_items
     if let Some(t) = r.thinking() {
         let id = ids::reasoning_tag(&r.tag);
-        push(&mut ev, "response.output_item.added",
-             json!({"output_index": oi, "item": {"id": id, "type": "reasoning", "summary": []}}));
-        push(&mut ev, "response.reasoning_summary_part.added",
-             json!({"item_id": id, "output_index": oi, "summary_index": 0, "part": {"type": "summary_text", "text": ""}}));
+        push(
+            &mut ev,
+            "response.output_item.added",
+            json!({"output_index": oi, "item": {"id": id, "type": "reasoning", "summary": []}}),
+        );
+        push(
+            &mut ev,
+            "response.reasoning_summary_part.added",
+            json!({"item_id": id, "output_index": oi, "summary_index": 0, "part": {"type": "summary_text", "text": ""}}),
+        );
         for piece in r.chunks(t) {
-            push(&mut ev, "response.reasoning_summary_text.delta",
-                 json!({"item_id": id, "output_index": oi, "summary_index": 0, "delta": piece}));
+            push(
+                &mut ev,
+                "response.reasoning_summary_text.delta",
+                json!({"item_id": id, "output_index": oi, "summary_index": 0, "delta": piece}),
+            );
         }
-        push(&mut ev, "response.reasoning_summary_text.done",
-             json!({"item_id": id, "output_index": oi, "summary_index": 0, "text": t}));
-        push(&mut ev, "response.reasoning_summary_part.done",
-             json!({"item_id": id, "output_index": oi, "summary_index": 0, "part": {"type": "summary_text", "text": t}}));
-        push(&mut ev, "response.output_item.done", json!({"output_index": oi, "item": done_items[oi]}));
+        push(
+            &mut ev,
+            "response.reasoning_summary_text.done",
+            json!({"item_id": id, "output_index": oi, "summary_index": 0, "text": t}),
+        );
+        push(
+            &mut ev,
+            "response.reasoning_summary_part.done",
+            json!({"item_id": id, "output_index": oi, "summary_index": 0, "part": {"type": "summary_text", "text": t}}),
+        );
+        push(
+            &mut ev,
+            "response.output_item.done",
+            json!({"output_index": oi, "item": done_items[oi]}),
+        );
         oi += 1;
     }
     if let Some(t) = r.text() {
         let id = ids::message_tag(&r.tag);
-        push(&mut ev, "response.output_item.added",
-             json!({"output_index": oi, "item": {"id": id, "type": "message", "status": "in_progress",
-                                                  "role": "assistant", "content": []}}));
-        push(&mut ev, "response.content_part.added",
-             json!({"item_id": id, "output_index": oi, "content_index": 0,
-                    "part": {"type": "output_text", "text": "", "annotations": []}}));
+        push(
+            &mut ev,
+            "response.output_item.added",
+            json!({"output_index": oi, "item": {"id": id, "type": "message", "status": "in_progress",
+                                                  "role": "assistant", "content": []}}),
+        );
+        push(
+            &mut ev,
+            "response.content_part.added",
+            json!({"item_id": id, "output_index": oi, "content_index": 0,
+                    "part": {"type": "output_text", "text": "", "annotations": []}}),
+        );
         for piece in r.chunks(t) {
-            push(&mut ev, "response.output_text.delta",
-                 json!({"item_id": id, "output_index": oi, "content_index": 0, "delta": piece}));
+            push(
+                &mut ev,
+                "response.output_text.delta",
+                json!({"item_id": id, "output_index": oi, "content_index": 0, "delta": piece}),
+            );
         }
-        push(&mut ev, "response.output_text.done",
-             json!({"item_id": id, "output_index": oi, "content_index": 0, "text": t}));
-        push(&mut ev, "response.content_part.done",
-             json!({"item_id": id, "output_index": oi, "content_index": 0,
-                    "part": {"type": "output_text", "text": t, "annotations": []}}));
-        push(&mut ev, "response.output_item.done", json!({"output_index": oi, "item": done_items[oi]}));
+        push(
+            &mut ev,
+            "response.output_text.done",
+            json!({"item_id": id, "output_index": oi, "content_index": 0, "text": t}),
+        );
+        push(
+            &mut ev,
+            "response.content_part.done",
+            json!({"item_id": id, "output_index": oi, "content_index": 0,
+                    "part": {"type": "output_text", "text": t, "annotations": []}}),
+        );
+        push(
+            &mut ev,
+            "response.output_item.done",
+            json!({"output_index": oi, "item": done_items[oi]}),
+        );
         oi += 1;
     }
     for (i, c) in r.turn.tool_calls.iter().enumerate() {
@@ -140,31 +184,57 @@ pub(crate) fn responses_events(r: &Reply) -> Vec<SseEvent> {
         let call_id = ids::openai_call_tag(&r.tag, i);
         if c.custom {
             let input = c.input_text();
-            push(&mut ev, "response.output_item.added",
-                 json!({"output_index": oi, "item": {"id": id, "type": "custom_tool_call", "status": "in_progress",
-                                                      "call_id": call_id, "name": c.name, "input": ""}}));
+            push(
+                &mut ev,
+                "response.output_item.added",
+                json!({"output_index": oi, "item": {"id": id, "type": "custom_tool_call", "status": "in_progress",
+                                                      "call_id": call_id, "name": c.name, "input": ""}}),
+            );
             for piece in r.chunks(&input) {
-                push(&mut ev, "response.custom_tool_call_input.delta",
-                     json!({"item_id": id, "output_index": oi, "delta": piece}));
+                push(
+                    &mut ev,
+                    "response.custom_tool_call_input.delta",
+                    json!({"item_id": id, "output_index": oi, "delta": piece}),
+                );
             }
-            push(&mut ev, "response.custom_tool_call_input.done",
-                 json!({"item_id": id, "output_index": oi, "input": input}));
+            push(
+                &mut ev,
+                "response.custom_tool_call_input.done",
+                json!({"item_id": id, "output_index": oi, "input": input}),
+            );
         } else {
             let args = c.input_object().to_string();
-            push(&mut ev, "response.output_item.added",
-                 json!({"output_index": oi, "item": {"id": id, "type": "function_call", "status": "in_progress",
-                                                      "call_id": call_id, "name": c.name, "arguments": ""}}));
+            push(
+                &mut ev,
+                "response.output_item.added",
+                json!({"output_index": oi, "item": {"id": id, "type": "function_call", "status": "in_progress",
+                                                      "call_id": call_id, "name": c.name, "arguments": ""}}),
+            );
             for piece in r.chunks(&args) {
-                push(&mut ev, "response.function_call_arguments.delta",
-                     json!({"item_id": id, "output_index": oi, "delta": piece}));
+                push(
+                    &mut ev,
+                    "response.function_call_arguments.delta",
+                    json!({"item_id": id, "output_index": oi, "delta": piece}),
+                );
             }
-            push(&mut ev, "response.function_call_arguments.done",
-                 json!({"item_id": id, "output_index": oi, "arguments": args}));
+            push(
+                &mut ev,
+                "response.function_call_arguments.done",
+                json!({"item_id": id, "output_index": oi, "arguments": args}),
+            );
         }
-        push(&mut ev, "response.output_item.done", json!({"output_index": oi, "item": done_items[oi]}));
+        push(
+            &mut ev,
+            "response.output_item.done",
+            json!({"output_index": oi, "item": done_items[oi]}),
+        );
         oi += 1;
     }
-    push(&mut ev, "response.completed", json!({"response": response(r)}));
+    push(
+        &mut ev,
+        "response.completed",
+        json!({"response": response(r)}),
+    );
     ev
 }
 
@@ -190,10 +260,16 @@ pub(crate) fn chat_completion(r: &Reply) -> Value {
         message["reasoning_content"] = json!(t);
     }
     if !r.turn.tool_calls.is_empty() {
-        let calls: Vec<Value> = r.turn.tool_calls.iter().enumerate().map(|(i, c)| {
-            json!({"id": ids::openai_call_tag(&r.tag, i), "type": "function",
+        let calls: Vec<Value> = r
+            .turn
+            .tool_calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                json!({"id": ids::openai_call_tag(&r.tag, i), "type": "function",
                    "function": {"name": c.name, "arguments": c.input_object().to_string()}})
-        }).collect();
+            })
+            .collect();
         message["tool_calls"] = Value::Array(calls);
     }
     json!({
@@ -208,16 +284,20 @@ pub(crate) fn chat_completion(r: &Reply) -> Value {
 
 /// The Chat Completions streaming events (`data:` lines only).
 pub(crate) fn chat_events(r: &Reply, include_usage: bool) -> Vec<SseEvent> {
-    let chunk = |delta: Value, finish: Value| {
-        SseEvent::data(json!({
+    let chunk =
+        |delta: Value, finish: Value| {
+            SseEvent::data(json!({
             "id": ids::chat_completion_tag(&r.tag),
             "object": "chat.completion.chunk",
             "created": r.created,
             "model": r.model,
             "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]
         }).to_string())
-    };
-    let mut ev = vec![chunk(json!({"role": "assistant", "content": ""}), Value::Null)];
+        };
+    let mut ev = vec![chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
     if let Some(t) = r.thinking() {
         for piece in r.chunks(t) {
             ev.push(chunk(json!({"reasoning_content": piece}), Value::Null));
@@ -235,19 +315,25 @@ pub(crate) fn chat_events(r: &Reply, include_usage: bool) -> Vec<SseEvent> {
             Value::Null,
         ));
         for piece in r.chunks(&c.input_object().to_string()) {
-            ev.push(chunk(json!({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}), Value::Null));
+            ev.push(chunk(
+                json!({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}),
+                Value::Null,
+            ));
         }
     }
     ev.push(chunk(json!({}), json!(finish_reason(r))));
     if include_usage {
-        ev.push(SseEvent::data(json!({
-            "id": ids::chat_completion_tag(&r.tag),
-            "object": "chat.completion.chunk",
-            "created": r.created,
-            "model": r.model,
-            "choices": [],
-            "usage": chat_usage(r)
-        }).to_string()));
+        ev.push(SseEvent::data(
+            json!({
+                "id": ids::chat_completion_tag(&r.tag),
+                "object": "chat.completion.chunk",
+                "created": r.created,
+                "model": r.model,
+                "choices": [],
+                "usage": chat_usage(r)
+            })
+            .to_string(),
+        ));
     }
     ev.push(SseEvent::data("[DONE]"));
     ev

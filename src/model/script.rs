@@ -61,7 +61,11 @@ pub struct Script {
     /// The assistant turns, in order.
     pub turns: Vec<Turn>,
     /// Answer to a side request that matches no `side` rule.
-    #[serde(default, alias = "aux_default_text", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "aux_default_text",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub side_text: Option<String>,
     /// Substring rules that classify a request as a side request, with their answers.
     #[serde(default, alias = "aux", skip_serializing_if = "Vec::is_empty")]
@@ -136,15 +140,30 @@ impl StopReason {
 #[derive(Debug, thiserror::Error)]
 pub enum ScriptError {
     #[error("cannot read script {path}: {source}")]
-    Io { path: String, #[source] source: std::io::Error },
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("invalid script{}: {source}", .path.as_deref().map(|p| format!(" {p}")).unwrap_or_default())]
-    Json { path: Option<String>, #[source] source: serde_json::Error },
+    Json {
+        path: Option<String>,
+        #[source]
+        source: serde_json::Error,
+    },
 }
 
 impl Script {
     /// A script with these turns and default side-request rules.
     pub fn new(turns: Vec<Turn>) -> Self {
-        Script { name: None, models: Vec::new(), turns, side_text: None, side: Vec::new(), no_tools_is_side: true }
+        Script {
+            name: None,
+            models: Vec::new(),
+            turns,
+            side_text: None,
+            side: Vec::new(),
+            no_tools_is_side: true,
+        }
     }
 
     /// Parse a script from JSON text.
@@ -155,10 +174,14 @@ impl Script {
     /// Read and parse a script file.
     pub fn from_path(path: impl AsRef<Path>) -> Result<Self, ScriptError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| ScriptError::Io { path: path.display().to_string(), source })?;
-        serde_json::from_str(&text)
-            .map_err(|source| ScriptError::Json { path: Some(path.display().to_string()), source })
+        let text = std::fs::read_to_string(path).map_err(|source| ScriptError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        serde_json::from_str(&text).map_err(|source| ScriptError::Json {
+            path: Some(path.display().to_string()),
+            source,
+        })
     }
 
     /// A copy with every `${NAME}` placeholder in every string (turns, side rules) replaced by
@@ -180,7 +203,10 @@ impl Script {
 
     /// The answer for a side request whose raw body is `raw`, if it matches a `side` rule.
     pub fn side_rule_text(&self, raw: &str) -> Option<&str> {
-        self.side.iter().find(|r| raw.contains(&r.matches)).map(|r| r.text.as_str())
+        self.side
+            .iter()
+            .find(|r| raw.contains(&r.matches))
+            .map(|r| r.text.as_str())
     }
 
     /// The answer to a side request that matches no rule.
@@ -193,7 +219,11 @@ fn substitute_value(v: Value, vars: &[(&str, &str)]) -> Value {
     match v {
         Value::String(s) => Value::String(substitute_str(&s, vars)),
         Value::Array(a) => Value::Array(a.into_iter().map(|x| substitute_value(x, vars)).collect()),
-        Value::Object(o) => Value::Object(o.into_iter().map(|(k, x)| (k, substitute_value(x, vars))).collect()),
+        Value::Object(o) => Value::Object(
+            o.into_iter()
+                .map(|(k, x)| (k, substitute_value(x, vars)))
+                .collect(),
+        ),
         other => other,
     }
 }
@@ -210,7 +240,10 @@ pub fn substitute_str(s: &str, vars: &[(&str, &str)]) -> String {
 impl Turn {
     /// A turn with only text.
     pub fn text(text: impl Into<String>) -> Self {
-        Turn { text: Some(text.into()), ..Default::default() }
+        Turn {
+            text: Some(text.into()),
+            ..Default::default()
+        }
     }
 
     /// The turn played once the script is exhausted.
@@ -231,7 +264,11 @@ impl Turn {
 impl ToolCallSpec {
     /// A function tool call with a JSON input.
     pub fn new(name: impl Into<String>, input: Value) -> Self {
-        ToolCallSpec { name: name.into(), input, custom: false }
+        ToolCallSpec {
+            name: name.into(),
+            input,
+            custom: false,
+        }
     }
 
     /// The input as a JSON object, for protocols whose tool calls take objects only (a string

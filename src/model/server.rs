@@ -68,7 +68,13 @@ pub struct ServerOptions {
 
 impl Default for ServerOptions {
     fn default() -> Self {
-        ServerOptions { port: 0, log_path: None, api_key: None, chunk_chars: 32, default_model: "pvisor-scripted".into() }
+        ServerOptions {
+            port: 0,
+            log_path: None,
+            api_key: None,
+            chunk_chars: 32,
+            default_model: "pvisor-scripted".into(),
+        }
     }
 }
 
@@ -167,7 +173,10 @@ impl ServerHandle {
 
     /// The requests of kind [`RequestKind::Main`].
     pub fn main_requests(&self) -> Vec<LoggedRequest> {
-        self.requests().into_iter().filter(|r| r.kind == RequestKind::Main).collect()
+        self.requests()
+            .into_iter()
+            .filter(|r| r.kind == RequestKind::Main)
+            .collect()
     }
 
     /// The request log file, when one was configured.
@@ -197,22 +206,42 @@ impl Drop for ServerHandle {
 pub async fn start(script: Script, opts: ServerOptions) -> Result<ServerHandle, ModelError> {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, opts.port))
         .await
-        .map_err(|source| ModelError::Bind { port: opts.port, source })?;
-    let addr = listener.local_addr().map_err(|source| ModelError::Bind { port: opts.port, source })?;
+        .map_err(|source| ModelError::Bind {
+            port: opts.port,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| ModelError::Bind {
+        port: opts.port,
+        source,
+    })?;
     let log_file = match &opts.log_path {
         Some(p) => Some(
             std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(p)
-                .map_err(|source| ModelError::Log { path: p.clone(), source })?,
+                .map_err(|source| ModelError::Log {
+                    path: p.clone(),
+                    source,
+                })?,
         ),
         None => None,
     };
-    let state = Arc::new(State { script, opts, seq: AtomicU64::new(0), log: Mutex::new(Vec::new()), log_file: Mutex::new(log_file) });
+    let state = Arc::new(State {
+        script,
+        opts,
+        seq: AtomicU64::new(0),
+        log: Mutex::new(Vec::new()),
+        log_file: Mutex::new(log_file),
+    });
     let (stop, stop_rx) = watch::channel(false);
     let task = tokio::spawn(accept_loop(listener, state.clone(), stop_rx));
-    Ok(ServerHandle { addr, state, stop, task: Some(task) })
+    Ok(ServerHandle {
+        addr,
+        state,
+        stop,
+        task: Some(task),
+    })
 }
 
 async fn accept_loop(listener: TcpListener, state: Arc<State>, stop: watch::Receiver<bool>) {
@@ -235,17 +264,23 @@ async fn accept_loop(listener: TcpListener, state: Arc<State>, stop: watch::Rece
 type Body = BoxBody<Bytes, Infallible>;
 
 fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 fn full(bytes: impl Into<Bytes>) -> Body {
-    Full::new(bytes.into()).map_err(|never| match never {}).boxed()
+    Full::new(bytes.into())
+        .map_err(|never| match never {})
+        .boxed()
 }
 
 fn json_response(status: StatusCode, v: &Value, request_id: &str) -> Response<Body> {
     let mut resp = Response::new(full(v.to_string()));
     *resp.status_mut() = status;
-    resp.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     if let Ok(h) = HeaderValue::from_str(request_id) {
         resp.headers_mut().insert("request-id", h);
     }
@@ -253,11 +288,16 @@ fn json_response(status: StatusCode, v: &Value, request_id: &str) -> Response<Bo
 }
 
 fn sse_response(events: Vec<SseEvent>, request_id: &str) -> Response<Body> {
-    let frames = events.into_iter().map(|e| Ok::<_, Infallible>(Frame::data(e.to_bytes())));
+    let frames = events
+        .into_iter()
+        .map(|e| Ok::<_, Infallible>(Frame::data(e.to_bytes())));
     let body = StreamBody::new(futures_util::stream::iter(frames)).boxed();
     let mut resp = Response::new(body);
     let h = resp.headers_mut();
-    h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream; charset=utf-8"));
+    h.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream; charset=utf-8"),
+    );
     h.insert("cache-control", HeaderValue::from_static("no-cache"));
     if let Ok(v) = HeaderValue::from_str(request_id) {
         h.insert("request-id", v);
@@ -279,7 +319,16 @@ struct Outcome {
 
 impl Outcome {
     fn other(response: Response<Body>) -> Self {
-        Outcome { response, kind: RequestKind::Other, protocol: None, stream: false, turn: None, exhausted: false, answer: None, tool_call_ids: Vec::new() }
+        Outcome {
+            response,
+            kind: RequestKind::Other,
+            protocol: None,
+            stream: false,
+            turn: None,
+            exhausted: false,
+            answer: None,
+            tool_call_ids: Vec::new(),
+        }
     }
 }
 
@@ -287,7 +336,11 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
     let seq = state.seq.fetch_add(1, Ordering::SeqCst) + 1;
     let ts_ms = now_ms();
     let method = req.method().clone();
-    let path = req.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_else(|| "/".into());
+    let path = req
+        .uri()
+        .path_and_query()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "/".into());
     let headers = log_headers(req.headers());
     let authorized = check_auth(&state.opts, req.headers());
     let raw = match req.into_body().collect().await {
@@ -297,7 +350,8 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
     let body: Value = if raw.is_empty() {
         Value::Null
     } else {
-        serde_json::from_slice(&raw).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&raw).into_owned()))
+        serde_json::from_slice(&raw)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&raw).into_owned()))
     };
     let request_id = format!("req_pv_{seq}");
 
@@ -342,7 +396,11 @@ fn log_headers(h: &hyper::HeaderMap) -> Map<String, Value> {
         let value = if n == "authorization" || n == "x-api-key" {
             "<redacted>".to_string()
         } else {
-            h.get_all(name).iter().map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()).collect::<Vec<_>>().join(", ")
+            h.get_all(name)
+                .iter()
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+                .collect::<Vec<_>>()
+                .join(", ")
         };
         out.insert(n.to_string(), Value::String(value));
     }
@@ -350,9 +408,14 @@ fn log_headers(h: &hyper::HeaderMap) -> Map<String, Value> {
 }
 
 fn check_auth(opts: &ServerOptions, h: &hyper::HeaderMap) -> bool {
-    let Some(key) = &opts.api_key else { return true };
+    let Some(key) = &opts.api_key else {
+        return true;
+    };
     let x = h.get("x-api-key").and_then(|v| v.to_str().ok());
-    let bearer = h.get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+    let bearer = h
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
     x == Some(key.as_str()) || bearer == Some(key.as_str())
 }
 
@@ -363,13 +426,24 @@ fn route_name(path: &str) -> &str {
     p.strip_prefix("/v1").unwrap_or(p)
 }
 
-fn route(state: &State, method: &Method, path: &str, raw: &[u8], body: &Value, authorized: bool, request_id: &str) -> Outcome {
+fn route(
+    state: &State,
+    method: &Method,
+    path: &str,
+    raw: &[u8],
+    body: &Value,
+    authorized: bool,
+    request_id: &str,
+) -> Outcome {
     let name = route_name(path);
     // Reachability probes: any HEAD (Claude Code sends `HEAD /api/hello` unless
     // CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC is set), and GET on `/`, `/health`, `/api/hello`.
-    if *method == Method::HEAD || (*method == Method::GET && matches!(name, "" | "/health" | "/api/hello")) {
+    if *method == Method::HEAD
+        || (*method == Method::GET && matches!(name, "" | "/health" | "/api/hello"))
+    {
         let mut r = Response::new(full(if *method == Method::HEAD { "" } else { "ok" }));
-        r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+        r.headers_mut()
+            .insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
         return Outcome::other(r);
     }
     let protocol = match name {
@@ -381,7 +455,11 @@ fn route(state: &State, method: &Method, path: &str, raw: &[u8], body: &Value, a
     if !authorized {
         let body = match protocol {
             Protocol::Anthropic => anthropic::error("authentication_error", "invalid x-api-key"),
-            _ => openai::error("invalid_request_error", "invalid_api_key", "Incorrect API key provided."),
+            _ => openai::error(
+                "invalid_request_error",
+                "invalid_api_key",
+                "Incorrect API key provided.",
+            ),
         };
         let mut o = Outcome::other(json_response(StatusCode::UNAUTHORIZED, &body, request_id));
         o.protocol = Some(protocol);
@@ -416,7 +494,8 @@ fn route(state: &State, method: &Method, path: &str, raw: &[u8], body: &Value, a
                     Protocol::Anthropic => anthropic::error("invalid_request_error", msg),
                     _ => openai::error("invalid_request_error", "invalid_json", msg),
                 };
-                let mut o = Outcome::other(json_response(StatusCode::BAD_REQUEST, &err, request_id));
+                let mut o =
+                    Outcome::other(json_response(StatusCode::BAD_REQUEST, &err, request_id));
                 o.protocol = Some(protocol);
                 return o;
             }
@@ -442,9 +521,14 @@ fn is_side(script: &Script, protocol: Protocol, raw: &[u8], body: &Value) -> Opt
         };
         // Codex code mode sends its tools as an `additional_tools` input item.
         let extra_tools = protocol == Protocol::Responses
-            && body.get("input").and_then(Value::as_array).is_some_and(|items| {
-                items.iter().any(|i| i.get("type").and_then(Value::as_str) == Some("additional_tools"))
-            });
+            && body
+                .get("input")
+                .and_then(Value::as_array)
+                .is_some_and(|items| {
+                    items
+                        .iter()
+                        .any(|i| i.get("type").and_then(Value::as_str) == Some("additional_tools"))
+                });
         if no_tools && !extra_tools {
             return Some(script.default_side_text().to_string());
         }
@@ -452,9 +536,19 @@ fn is_side(script: &Script, protocol: Protocol, raw: &[u8], body: &Value) -> Opt
     None
 }
 
-fn model_request(state: &State, protocol: Protocol, raw: &[u8], body: &Value, request_id: &str) -> Outcome {
+fn model_request(
+    state: &State,
+    protocol: Protocol,
+    raw: &[u8],
+    body: &Value,
+    request_id: &str,
+) -> Outcome {
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
-    let model = body.get("model").and_then(Value::as_str).unwrap_or(&state.opts.default_model).to_string();
+    let model = body
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or(&state.opts.default_model)
+        .to_string();
     let side = is_side(&state.script, protocol, raw, body);
     let (turn, index, exhausted, kind) = match side {
         Some(text) => (Turn::text(text), None, false, RequestKind::Side),
@@ -465,7 +559,12 @@ fn model_request(state: &State, protocol: Protocol, raw: &[u8], body: &Value, re
                 Protocol::Chat => history::chat_turns(body),
             };
             let (t, exhausted) = state.script.turn(index);
-            (request_placeholders(t, raw), Some(index), exhausted, RequestKind::Main)
+            (
+                request_placeholders(t, raw),
+                Some(index),
+                exhausted,
+                RequestKind::Main,
+            )
         }
     };
     let tag = index.map(ids::tag).unwrap_or_else(|| "side".to_string());
@@ -485,9 +584,13 @@ fn model_request(state: &State, protocol: Protocol, raw: &[u8], body: &Value, re
         .collect();
     let response = match (protocol, stream) {
         (Protocol::Anthropic, true) => sse_response(anthropic::events(&reply), request_id),
-        (Protocol::Anthropic, false) => json_response(StatusCode::OK, &anthropic::message(&reply), request_id),
+        (Protocol::Anthropic, false) => {
+            json_response(StatusCode::OK, &anthropic::message(&reply), request_id)
+        }
         (Protocol::Responses, true) => sse_response(openai::responses_events(&reply), request_id),
-        (Protocol::Responses, false) => json_response(StatusCode::OK, &openai::response(&reply), request_id),
+        (Protocol::Responses, false) => {
+            json_response(StatusCode::OK, &openai::response(&reply), request_id)
+        }
         (Protocol::Chat, true) => {
             let include_usage = body
                 .pointer("/stream_options/include_usage")
@@ -495,9 +598,20 @@ fn model_request(state: &State, protocol: Protocol, raw: &[u8], body: &Value, re
                 .unwrap_or(false);
             sse_response(openai::chat_events(&reply, include_usage), request_id)
         }
-        (Protocol::Chat, false) => json_response(StatusCode::OK, &openai::chat_completion(&reply), request_id),
+        (Protocol::Chat, false) => {
+            json_response(StatusCode::OK, &openai::chat_completion(&reply), request_id)
+        }
     };
-    Outcome { response, kind, protocol: Some(protocol), stream, turn: index, exhausted, answer: Some(reply.turn), tool_call_ids }
+    Outcome {
+        response,
+        kind,
+        protocol: Some(protocol),
+        stream,
+        turn: index,
+        exhausted,
+        answer: Some(reply.turn),
+        tool_call_ids,
+    }
 }
 
 /// Placeholders filled from the request itself (not known when the script is written):
@@ -508,21 +622,34 @@ pub fn request_placeholders(turn: Turn, raw: &[u8]) -> Turn {
     const PH: &str = "${LAST_SESSION_ID}";
     const MARK: &str = "Process running with session ID ";
     let body = String::from_utf8_lossy(raw);
-    let Some(pos) = body.rfind(MARK) else { return turn };
-    let id: String = body[pos + MARK.len()..].chars().take_while(|c| c.is_ascii_digit()).collect();
+    let Some(pos) = body.rfind(MARK) else {
+        return turn;
+    };
+    let id: String = body[pos + MARK.len()..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
     if id.is_empty() {
         return turn;
     }
     fn fill(v: Value, id: &str) -> Value {
         match v {
-            Value::String(s) if s == "${LAST_SESSION_ID}" => id.parse::<u64>().map(Value::from).unwrap_or(Value::String(id.to_string())),
+            Value::String(s) if s == "${LAST_SESSION_ID}" => id
+                .parse::<u64>()
+                .map(Value::from)
+                .unwrap_or(Value::String(id.to_string())),
             Value::String(s) => Value::String(s.replace("${LAST_SESSION_ID}", id)),
             Value::Array(a) => Value::Array(a.into_iter().map(|x| fill(x, id)).collect()),
-            Value::Object(o) => Value::Object(o.into_iter().map(|(k, x)| (k, fill(x, id))).collect()),
+            Value::Object(o) => {
+                Value::Object(o.into_iter().map(|(k, x)| (k, fill(x, id))).collect())
+            }
             other => other,
         }
     }
-    if !serde_json::to_string(&turn).map(|s| s.contains(PH)).unwrap_or(false) {
+    if !serde_json::to_string(&turn)
+        .map(|s| s.contains(PH))
+        .unwrap_or(false)
+    {
         return turn;
     }
     let v = fill(serde_json::to_value(&turn).expect("turn serializes"), &id);
@@ -538,7 +665,10 @@ mod placeholder_tests {
         let t: Turn = serde_json::from_value(serde_json::json!({"tool_calls": [{"name": "write_stdin", "input": {"session_id": "${LAST_SESSION_ID}", "chars": "id ${LAST_SESSION_ID}"}}]})).unwrap();
         let raw = br#"{"input":[{"output":"Process running with session ID 111\n"},{"output":"Process running with session ID 27008\nOutput:"}]}"#;
         let f = request_placeholders(t.clone(), raw);
-        assert_eq!(f.tool_calls[0].input, serde_json::json!({"session_id": 27008, "chars": "id 27008"}));
+        assert_eq!(
+            f.tool_calls[0].input,
+            serde_json::json!({"session_id": 27008, "chars": "id 27008"})
+        );
         assert_eq!(request_placeholders(t.clone(), b"{}"), t);
     }
 }

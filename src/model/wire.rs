@@ -16,10 +16,16 @@ pub(crate) struct SseEvent {
 
 impl SseEvent {
     pub fn named(event: &str, data: &Value) -> Self {
-        SseEvent { event: Some(event.to_string()), data: data.to_string() }
+        SseEvent {
+            event: Some(event.to_string()),
+            data: data.to_string(),
+        }
     }
     pub fn data(data: impl Into<String>) -> Self {
-        SseEvent { event: None, data: data.into() }
+        SseEvent {
+            event: None,
+            data: data.into(),
+        }
     }
     pub fn to_bytes(&self) -> Bytes {
         let mut s = String::new();

@@ -11,13 +11,17 @@ use journal_format::Event;
 use crate::journal::StoredEvent;
 
 pub fn rfc3339(ms: u64) -> String {
-    let t = time::OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
-    t.format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
+    let t = time::OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000)
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    t.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
 }
 
 pub fn export_line(e: &StoredEvent) -> serde_json::Value {
     let data = match &e.event {
-        Event::Unknown { payload, .. } => serde_json::json!({ "bytes": base64::engine::general_purpose::STANDARD.encode(payload) }),
+        Event::Unknown { payload, .. } => {
+            serde_json::json!({ "bytes": base64::engine::general_purpose::STANDARD.encode(payload) })
+        }
         other => other.body_json(),
     };
     serde_json::json!({

@@ -65,7 +65,30 @@ impl RequestFields {
     /// Fill unset fields from `other` (flags override config files).
     pub fn or(self, other: RequestFields) -> RequestFields {
         macro_rules! pick { ($($f:ident),*) => { RequestFields { $( $f: self.$f.or(other.$f), )* } } }
-        pick!(schema_version, agent, trajectory, after_step, agent_entrypoint, workspace, state_dir, output_dir, run_id, session_id, max_steps, prepare_only, replay_only, allow_stale_observations, disable_thinking, boundary_user_prompt, model_base_url, model_protocol, model_api_key_env, model, model_script, accept_at_least_once)
+        pick!(
+            schema_version,
+            agent,
+            trajectory,
+            after_step,
+            agent_entrypoint,
+            workspace,
+            state_dir,
+            output_dir,
+            run_id,
+            session_id,
+            max_steps,
+            prepare_only,
+            replay_only,
+            allow_stale_observations,
+            disable_thinking,
+            boundary_user_prompt,
+            model_base_url,
+            model_protocol,
+            model_api_key_env,
+            model,
+            model_script,
+            accept_at_least_once
+        )
     }
     pub fn is_empty(&self) -> bool {
         *self == RequestFields::default()
@@ -88,28 +111,65 @@ pub struct RequestError {
 }
 
 fn rerr(message: impl Into<String>, hint: Option<&str>) -> RequestError {
-    RequestError { message: message.into(), hint: hint.map(String::from) }
+    RequestError {
+        message: message.into(),
+        hint: hint.map(String::from),
+    }
 }
 
 pub fn load_toml(path: &Path) -> Result<RequestFields, RequestError> {
-    let text = std::fs::read_to_string(path).map_err(|e| rerr(format!("cannot read config {}: {e}", path.display()), None))?;
-    let f: TomlFile = toml::from_str(&text).map_err(|e| rerr(format!("{}: {}", path.display(), e.message().trim()), Some("the file needs a [replay] table whose keys are the flag names in snake_case")))?;
-    Ok(relative_to(f.replay, path.parent().unwrap_or(Path::new("."))))
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| rerr(format!("cannot read config {}: {e}", path.display()), None))?;
+    let f: TomlFile = toml::from_str(&text).map_err(|e| {
+        rerr(
+            format!("{}: {}", path.display(), e.message().trim()),
+            Some("the file needs a [replay] table whose keys are the flag names in snake_case"),
+        )
+    })?;
+    Ok(relative_to(
+        f.replay,
+        path.parent().unwrap_or(Path::new(".")),
+    ))
 }
 
 pub fn load_json(path: &Path) -> Result<RequestFields, RequestError> {
-    let text = std::fs::read_to_string(path).map_err(|e| rerr(format!("cannot read request {}: {e}", path.display()), None))?;
-    let f: RequestFields = serde_json::from_str(&text).map_err(|e| rerr(format!("{}:{}:{}: {e}", path.display(), e.line(), e.column()), Some("see docs/cli.md for the JSON request schema")))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| rerr(format!("cannot read request {}: {e}", path.display()), None))?;
+    let f: RequestFields = serde_json::from_str(&text).map_err(|e| {
+        rerr(
+            format!("{}:{}:{}: {e}", path.display(), e.line(), e.column()),
+            Some("see docs/cli.md for the JSON request schema"),
+        )
+    })?;
     match f.schema_version.as_deref() {
         Some(REQUEST_SCHEMA) => Ok(f),
-        Some(other) => Err(rerr(format!("{}: schema_version `{other}` is not supported", path.display()), Some(&format!("use \"schema_version\": \"{REQUEST_SCHEMA}\"")))),
-        None => Err(rerr(format!("{}: schema_version is missing", path.display()), Some(&format!("add \"schema_version\": \"{REQUEST_SCHEMA}\"")))),
+        Some(other) => Err(rerr(
+            format!(
+                "{}: schema_version `{other}` is not supported",
+                path.display()
+            ),
+            Some(&format!("use \"schema_version\": \"{REQUEST_SCHEMA}\"")),
+        )),
+        None => Err(rerr(
+            format!("{}: schema_version is missing", path.display()),
+            Some(&format!("add \"schema_version\": \"{REQUEST_SCHEMA}\"")),
+        )),
     }
 }
 
 /// Relative paths in a config file are relative to the file.
 fn relative_to(mut f: RequestFields, base: &Path) -> RequestFields {
-    for p in [&mut f.trajectory, &mut f.agent_entrypoint, &mut f.workspace, &mut f.state_dir, &mut f.output_dir, &mut f.model_script].into_iter().flatten() {
+    for p in [
+        &mut f.trajectory,
+        &mut f.agent_entrypoint,
+        &mut f.workspace,
+        &mut f.state_dir,
+        &mut f.output_dir,
+        &mut f.model_script,
+    ]
+    .into_iter()
+    .flatten()
+    {
         if p.is_relative() {
             *p = base.join(&*p);
         }
@@ -151,32 +211,66 @@ fn abs(p: &Path) -> PathBuf {
     if p.is_absolute() {
         p.to_path_buf()
     } else {
-        std::env::current_dir().map(|c| c.join(p)).unwrap_or_else(|_| p.to_path_buf())
+        std::env::current_dir()
+            .map(|c| c.join(p))
+            .unwrap_or_else(|_| p.to_path_buf())
     }
 }
 
 pub fn new_run_id() -> String {
     let t = time::OffsetDateTime::now_utc();
     let r: u32 = rand::random();
-    format!("run-{:04}{:02}{:02}T{:02}{:02}{:02}Z-{r:08x}", t.year(), t.month() as u8, t.day(), t.hour(), t.minute(), t.second())
+    format!(
+        "run-{:04}{:02}{:02}T{:02}{:02}{:02}Z-{r:08x}",
+        t.year(),
+        t.month() as u8,
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second()
+    )
 }
 
 impl ReplayRequest {
     /// Validate fields into a request. Paths become absolute; the run's state and output
     /// directories are `<state_dir>/<run_id>` and `<output_dir>/<run_id>`.
     pub fn from_fields(f: RequestFields) -> Result<ReplayRequest, RequestError> {
-        let agent = f.agent.ok_or_else(|| rerr("--agent is required", Some("e.g. --agent claude-code")))?;
-        let trajectory = f.trajectory.ok_or_else(|| rerr("--trajectory is required", Some("the agent's native session file")))?;
-        let after_step = f.after_step.ok_or_else(|| rerr("--after-step is required", Some("the number of complete tool-call batches to replay")))?;
+        let agent = f
+            .agent
+            .ok_or_else(|| rerr("--agent is required", Some("e.g. --agent claude-code")))?;
+        let trajectory = f.trajectory.ok_or_else(|| {
+            rerr(
+                "--trajectory is required",
+                Some("the agent's native session file"),
+            )
+        })?;
+        let after_step = f.after_step.ok_or_else(|| {
+            rerr(
+                "--after-step is required",
+                Some("the number of complete tool-call batches to replay"),
+            )
+        })?;
         if after_step == 0 {
-            return Err(rerr("--after-step must be at least 1", Some("the boundary counts complete tool-call batches")));
+            return Err(rerr(
+                "--after-step must be at least 1",
+                Some("the boundary counts complete tool-call batches"),
+            ));
         }
         let prepare_only = f.prepare_only.unwrap_or(false);
         let replay_only = f.replay_only.unwrap_or(false);
         if prepare_only && replay_only {
-            return Err(rerr("--prepare-only and --replay-only exclude each other", None));
+            return Err(rerr(
+                "--prepare-only and --replay-only exclude each other",
+                None,
+            ));
         }
-        let mode = if prepare_only { Mode::PrepareOnly } else if replay_only { Mode::ReplayOnly } else { Mode::Continue };
+        let mode = if prepare_only {
+            Mode::PrepareOnly
+        } else if replay_only {
+            Mode::ReplayOnly
+        } else {
+            Mode::Continue
+        };
         if let Some(m) = f.max_steps {
             if m == 0 {
                 return Err(rerr("--max-steps must be positive", None));
@@ -184,25 +278,41 @@ impl ReplayRequest {
         }
         if let Some(p) = &f.boundary_user_prompt {
             if p.is_empty() {
-                return Err(rerr("--boundary-user-prompt is empty", Some("omit it to continue from the boundary alone")));
+                return Err(rerr(
+                    "--boundary-user-prompt is empty",
+                    Some("omit it to continue from the boundary alone"),
+                ));
             }
         }
         let run_id = f.run_id.unwrap_or_else(new_run_id);
         if run_id.is_empty() || run_id.contains('/') || run_id.starts_with('.') {
-            return Err(rerr(format!("--run-id `{run_id}` is not a valid directory name"), None));
+            return Err(rerr(
+                format!("--run-id `{run_id}` is not a valid directory name"),
+                None,
+            ));
         }
         let workspace = abs(&f.workspace.unwrap_or_else(|| PathBuf::from(".")));
-        let state_root = abs(&f.state_dir.unwrap_or_else(|| PathBuf::from(".pvisor/state")));
-        let out_root = abs(&f.output_dir.unwrap_or_else(|| PathBuf::from(".pvisor/output")));
+        let state_root = abs(&f
+            .state_dir
+            .unwrap_or_else(|| PathBuf::from(".pvisor/state")));
+        let out_root = abs(&f
+            .output_dir
+            .unwrap_or_else(|| PathBuf::from(".pvisor/output")));
         if mode == Mode::Continue && f.model_script.is_none() && f.model_base_url.is_none() {
             return Err(rerr("continuing needs a model upstream", Some("pass --model-base-url URL (with --model-protocol and --model-api-key-env), or --model-script FILE for the built-in scripted model, or use --replay-only")));
         }
         if f.model_script.is_some() && f.model_base_url.is_some() {
-            return Err(rerr("--model-script and --model-base-url exclude each other", None));
+            return Err(rerr(
+                "--model-script and --model-base-url exclude each other",
+                None,
+            ));
         }
         if let Some(env) = &f.model_api_key_env {
             if std::env::var_os(env).is_none() && mode == Mode::Continue {
-                return Err(rerr(format!("--model-api-key-env names `{env}`, which is not set"), Some("export the key in that variable; pvisor never stores it")));
+                return Err(rerr(
+                    format!("--model-api-key-env names `{env}`, which is not set"),
+                    Some("export the key in that variable; pvisor never stores it"),
+                ));
             }
         }
         Ok(ReplayRequest {
@@ -220,7 +330,13 @@ impl ReplayRequest {
             allow_stale_observations: f.allow_stale_observations.unwrap_or(false),
             disable_thinking: f.disable_thinking.unwrap_or(false),
             boundary_user_prompt: f.boundary_user_prompt,
-            model: ModelConfig { protocol: f.model_protocol, base_url: f.model_base_url, api_key_env: f.model_api_key_env, model: f.model, script: f.model_script.map(|p| abs(&p)) },
+            model: ModelConfig {
+                protocol: f.model_protocol,
+                base_url: f.model_base_url,
+                api_key_env: f.model_api_key_env,
+                model: f.model,
+                script: f.model_script.map(|p| abs(&p)),
+            },
             accept_at_least_once: f.accept_at_least_once.unwrap_or(false),
         })
     }
@@ -230,9 +346,21 @@ impl ReplayRequest {
     }
 
     pub fn model_upstream(&self) -> ModelUpstream {
-        let script_digest = self.model.script.as_ref().and_then(|p| std::fs::read(p).ok()).map(|b| format!("blake3:{}", blake3::hash(&b).to_hex()));
+        let script_digest = self
+            .model
+            .script
+            .as_ref()
+            .and_then(|p| std::fs::read(p).ok())
+            .map(|b| format!("blake3:{}", blake3::hash(&b).to_hex()));
         ModelUpstream {
-            protocol: if self.model.script.is_some() { "scripted".into() } else { self.model.protocol.map(|p| p.as_str().to_string()).unwrap_or_else(|| "native".into()) },
+            protocol: if self.model.script.is_some() {
+                "scripted".into()
+            } else {
+                self.model
+                    .protocol
+                    .map(|p| p.as_str().to_string())
+                    .unwrap_or_else(|| "native".into())
+            },
             base_url: self.model.base_url.clone(),
             model: self.model.model.clone(),
             api_key_env: self.model.api_key_env.clone(),
@@ -273,13 +401,22 @@ impl ReplayRequest {
 
     /// Rebuild a request from its journaled canonical form (resume). The prompt plaintext
     /// must be supplied again (it is never stored); its SHA-256 must match.
-    pub fn from_canonical(json: &str, prompt: Option<String>) -> Result<ReplayRequest, RequestError> {
-        let v: serde_json::Value = serde_json::from_str(json).map_err(|e| rerr(format!("journaled request does not parse: {e}"), None))?;
+    pub fn from_canonical(
+        json: &str,
+        prompt: Option<String>,
+    ) -> Result<ReplayRequest, RequestError> {
+        let v: serde_json::Value = serde_json::from_str(json)
+            .map_err(|e| rerr(format!("journaled request does not parse: {e}"), None))?;
         let s = |k: &str| v.get(k).and_then(|x| x.as_str()).map(String::from);
         let p = |k: &str| v.get(k).and_then(|x| x.as_str()).map(PathBuf::from);
         let b = |k: &str| v.get(k).and_then(|x| x.as_bool()).unwrap_or(false);
-        let mode: Mode = serde_json::from_value(v["mode"].clone()).map_err(|e| rerr(format!("journaled mode: {e}"), None))?;
-        let want = v.get("boundary_user_prompt").and_then(|x| x.get("sha256")).and_then(|x| x.as_str()).map(String::from);
+        let mode: Mode = serde_json::from_value(v["mode"].clone())
+            .map_err(|e| rerr(format!("journaled mode: {e}"), None))?;
+        let want = v
+            .get("boundary_user_prompt")
+            .and_then(|x| x.get("sha256"))
+            .and_then(|x| x.as_str())
+            .map(String::from);
         let prompt = match (want, prompt) {
             (None, None) => None,
             (None, Some(_)) => return Err(rerr("this run was started without a boundary prompt; --boundary-user-prompt cannot be added on resume", None)),
@@ -316,7 +453,10 @@ impl ReplayRequest {
 }
 
 pub fn prompt_facts(p: &str) -> PromptFacts {
-    PromptFacts { length_chars: p.chars().count() as u64, sha256: format!("sha256:{}", hex::encode(sha2::Sha256::digest(p.as_bytes()))) }
+    PromptFacts {
+        length_chars: p.chars().count() as u64,
+        sha256: format!("sha256:{}", hex::encode(sha2::Sha256::digest(p.as_bytes()))),
+    }
 }
 
 #[cfg(test)]
@@ -324,7 +464,14 @@ mod tests {
     use super::*;
 
     fn base() -> RequestFields {
-        RequestFields { agent: Some("claude-code".into()), trajectory: Some("/t.jsonl".into()), after_step: Some(2), replay_only: Some(true), run_id: Some("r1".into()), ..Default::default() }
+        RequestFields {
+            agent: Some("claude-code".into()),
+            trajectory: Some("/t.jsonl".into()),
+            after_step: Some(2),
+            replay_only: Some(true),
+            run_id: Some("r1".into()),
+            ..Default::default()
+        }
     }
 
     #[test]

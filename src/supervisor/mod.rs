@@ -190,7 +190,12 @@ fn peek_exit(pid: i32) -> io::Result<Option<(Option<i32>, Option<i32>)>> {
     // SAFETY: siginfo_t is plain data; waitid writes it.
     unsafe {
         let mut info: libc::siginfo_t = std::mem::zeroed();
-        let rc = libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT);
+        let rc = libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        );
         if rc != 0 {
             return Err(io::Error::last_os_error());
         }
@@ -219,7 +224,14 @@ pub fn run(spec: &CommandSpec) -> io::Result<CommandOutcome> {
                 std::fs::create_dir_all(dir)?;
             }
             use std::os::unix::fs::OpenOptionsExt;
-            Some(std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(p)?)
+            Some(
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(true)
+                    .mode(0o600)
+                    .open(p)?,
+            )
         }
         None => None,
     };
@@ -251,9 +263,17 @@ pub fn run(spec: &CommandSpec) -> io::Result<CommandOutcome> {
     drop(cmd);
     let pid = child.id() as i32;
 
-    let mut streams = vec![Stream { fd: out_r, open: true, which: 0 }];
+    let mut streams = vec![Stream {
+        fd: out_r,
+        open: true,
+        which: 0,
+    }];
     if let Some(r) = err_pair {
-        streams.push(Stream { fd: r, open: true, which: 1 });
+        streams.push(Stream {
+            fd: r,
+            open: true,
+            which: 1,
+        });
     }
     for s in &streams {
         set_nonblocking(s.fd.as_raw_fd())?;
@@ -272,7 +292,11 @@ pub fn run(spec: &CommandSpec) -> io::Result<CommandOutcome> {
         let mut pfds: Vec<libc::pollfd> = streams
             .iter()
             .filter(|s| s.open)
-            .map(|s| libc::pollfd { fd: s.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 })
+            .map(|s| libc::pollfd {
+                fd: s.fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
             .collect();
         if !pfds.is_empty() {
             // SAFETY: pfds is a valid array of pollfd.
@@ -289,7 +313,13 @@ pub fn run(spec: &CommandSpec) -> io::Result<CommandOutcome> {
         for s in streams.iter_mut().filter(|s| s.open) {
             loop {
                 // SAFETY: reading into our own buffer from an fd we own.
-                let n = unsafe { libc::read(s.fd.as_raw_fd(), buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
+                let n = unsafe {
+                    libc::read(
+                        s.fd.as_raw_fd(),
+                        buf.as_mut_ptr() as *mut libc::c_void,
+                        buf.len(),
+                    )
+                };
                 if n > 0 {
                     let data = &buf[..n as usize];
                     captured[s.which].push(data, spec.capture_head, spec.capture_tail);
@@ -362,7 +392,11 @@ pub fn run(spec: &CommandSpec) -> io::Result<CommandOutcome> {
     let [stdout, stderr] = captured;
     Ok(CommandOutcome {
         code: if timed_out { None } else { code },
-        signal: if timed_out { Some(libc::SIGKILL) } else { signal },
+        signal: if timed_out {
+            Some(libc::SIGKILL)
+        } else {
+            signal
+        },
         timed_out,
         killed_background,
         duration,
@@ -382,16 +416,24 @@ fn write_stderr_log(_f: &mut File, section: &mut Vec<u8>, data: &[u8]) -> io::Re
 
 /// Whether any process other than the (zombie) leader belongs to process group `pgid`.
 fn group_has_live_members(pgid: i32) -> bool {
-    let Ok(dir) = std::fs::read_dir("/proc") else { return true };
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return true;
+    };
     for entry in dir.flatten() {
         let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
+        let Some(pid) = name.to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
         if pid == pgid {
             continue;
         }
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
         // Fields after the parenthesised comm: state ppid pgrp ...
-        let Some(close) = stat.rfind(')') else { continue };
+        let Some(close) = stat.rfind(')') else {
+            continue;
+        };
         let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
         if fields.len() > 2 && fields[2].parse::<i32>().ok() == Some(pgid) && fields[0] != "Z" {
             return true;
@@ -405,7 +447,9 @@ mod tests {
     use super::*;
 
     fn sh(script: &str) -> CommandSpec {
-        CommandSpec::new("/bin/bash", std::env::temp_dir()).arg("-c").arg(script)
+        CommandSpec::new("/bin/bash", std::env::temp_dir())
+            .arg("-c")
+            .arg(script)
     }
 
     #[test]
@@ -434,7 +478,11 @@ mod tests {
         let t = Instant::now();
         let out = run(&spec).unwrap();
         assert!(out.timed_out);
-        assert!(t.elapsed() < Duration::from_secs(5), "took {:?}", t.elapsed());
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "took {:?}",
+            t.elapsed()
+        );
         assert_eq!(out.code, None);
         assert_eq!(out.signal, Some(libc::SIGKILL));
         assert_eq!(out.shell_status(), 137);
@@ -447,15 +495,29 @@ mod tests {
         let script = format!("sleep 100 & echo $! > {}; echo done", marker.display());
         let t = Instant::now();
         let out = run(&sh(&script)).unwrap();
-        assert!(t.elapsed() < Duration::from_secs(5), "took {:?}", t.elapsed());
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "took {:?}",
+            t.elapsed()
+        );
         assert_eq!(out.code, Some(0));
         assert_eq!(out.stdout.complete().unwrap(), b"done\n");
         assert!(out.killed_background);
-        let pid: i32 = std::fs::read_to_string(&marker).unwrap().trim().parse().unwrap();
+        let pid: i32 = std::fs::read_to_string(&marker)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
         // The background sleep is gone (possibly a zombie until init reaps it).
         std::thread::sleep(Duration::from_millis(100));
         let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .map(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+            .map(|s| {
+                !s.rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            })
             .unwrap_or(false);
         assert!(!alive, "background sleep {pid} still alive");
     }
@@ -473,13 +535,20 @@ mod tests {
         assert_eq!(out.stdout.head.len(), 1000);
         assert_eq!(out.stdout.tail.len(), 1000);
         assert!(out.stdout.tail.ends_with(b"xEND\n"));
-        assert_eq!(std::fs::metadata(dir.path().join("logs/out.log")).unwrap().len(), 5_000_004);
+        assert_eq!(
+            std::fs::metadata(dir.path().join("logs/out.log"))
+                .unwrap()
+                .len(),
+            5_000_004
+        );
     }
 
     #[test]
     fn env_and_cwd() {
         let dir = tempfile::tempdir().unwrap();
-        let mut spec = CommandSpec::new("/bin/bash", dir.path()).arg("-c").arg("echo $PV_X; pwd -P");
+        let mut spec = CommandSpec::new("/bin/bash", dir.path())
+            .arg("-c")
+            .arg("echo $PV_X; pwd -P");
         spec.env.push(("PV_X".into(), "hello".into()));
         let out = run(&spec).unwrap();
         let text = String::from_utf8(out.stdout.complete().unwrap()).unwrap();

@@ -24,14 +24,24 @@ const MAX_SYMLINK_HOPS: usize = 40;
 ///
 /// The workspace must exist.
 pub fn confine(workspace: &Path, path: &Path) -> Result<PathBuf, ExecError> {
-    let io_err = |source: io::Error| ExecError::Io { tool: "confine".into(), source };
+    let io_err = |source: io::Error| ExecError::Io {
+        tool: "confine".into(),
+        source,
+    };
     let root = std::fs::canonicalize(workspace).map_err(io_err)?;
-    let full = if path.is_absolute() { path.to_path_buf() } else { workspace.join(path) };
+    let full = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        workspace.join(path)
+    };
     let resolved = resolve(&full).map_err(io_err)?;
     if resolved.starts_with(&root) {
         Ok(resolved)
     } else {
-        Err(ExecError::OutsideWorkspace { path: path.to_path_buf(), workspace: workspace.to_path_buf() })
+        Err(ExecError::OutsideWorkspace {
+            path: path.to_path_buf(),
+            workspace: workspace.to_path_buf(),
+        })
     }
 }
 
@@ -56,17 +66,30 @@ fn resolve(full: &Path) -> io::Result<PathBuf> {
                     }
                     return Ok(out);
                 }
-                Err(e) if e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENOTDIR) => {
+                Err(e)
+                    if e.kind() == io::ErrorKind::NotFound
+                        || e.raw_os_error() == Some(libc::ENOTDIR) =>
+                {
                     // A dangling symlink exists but does not canonicalize: follow it.
                     if let Ok(meta) = std::fs::symlink_metadata(&probe) {
                         if meta.file_type().is_symlink() {
                             hops += 1;
                             if hops > MAX_SYMLINK_HOPS {
-                                return Err(io::Error::new(io::ErrorKind::Other, "too many levels of symbolic links"));
+                                return Err(io::Error::new(
+                                    io::ErrorKind::Other,
+                                    "too many levels of symbolic links",
+                                ));
                             }
                             let target = std::fs::read_link(&probe)?;
-                            let parent = probe.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("/"));
-                            let mut next = if target.is_absolute() { target } else { parent.join(target) };
+                            let parent = probe
+                                .parent()
+                                .map(Path::to_path_buf)
+                                .unwrap_or_else(|| PathBuf::from("/"));
+                            let mut next = if target.is_absolute() {
+                                target
+                            } else {
+                                parent.join(target)
+                            };
                             for comp in rest.iter().rev() {
                                 next.push(comp);
                             }
@@ -106,24 +129,45 @@ mod tests {
     fn relative_and_absolute_inside() {
         let (_d, root) = ws();
         std::fs::write(root.join("a.txt"), "x").unwrap();
-        assert_eq!(confine(&root, Path::new("a.txt")).unwrap(), root.join("a.txt"));
-        assert_eq!(confine(&root, &root.join("a.txt")).unwrap(), root.join("a.txt"));
+        assert_eq!(
+            confine(&root, Path::new("a.txt")).unwrap(),
+            root.join("a.txt")
+        );
+        assert_eq!(
+            confine(&root, &root.join("a.txt")).unwrap(),
+            root.join("a.txt")
+        );
         assert_eq!(confine(&root, Path::new(".")).unwrap(), root);
     }
 
     #[test]
     fn missing_tail_is_resolved_lexically() {
         let (_d, root) = ws();
-        assert_eq!(confine(&root, Path::new("new/dir/f.txt")).unwrap(), root.join("new/dir/f.txt"));
-        assert_eq!(confine(&root, Path::new("new/../g.txt")).unwrap(), root.join("g.txt"));
+        assert_eq!(
+            confine(&root, Path::new("new/dir/f.txt")).unwrap(),
+            root.join("new/dir/f.txt")
+        );
+        assert_eq!(
+            confine(&root, Path::new("new/../g.txt")).unwrap(),
+            root.join("g.txt")
+        );
     }
 
     #[test]
     fn dotdot_cannot_escape() {
         let (_d, root) = ws();
-        assert!(matches!(confine(&root, Path::new("../x")), Err(ExecError::OutsideWorkspace { .. })));
-        assert!(matches!(confine(&root, Path::new("new/../../x")), Err(ExecError::OutsideWorkspace { .. })));
-        assert!(matches!(confine(&root, Path::new("/etc/passwd")), Err(ExecError::OutsideWorkspace { .. })));
+        assert!(matches!(
+            confine(&root, Path::new("../x")),
+            Err(ExecError::OutsideWorkspace { .. })
+        ));
+        assert!(matches!(
+            confine(&root, Path::new("new/../../x")),
+            Err(ExecError::OutsideWorkspace { .. })
+        ));
+        assert!(matches!(
+            confine(&root, Path::new("/etc/passwd")),
+            Err(ExecError::OutsideWorkspace { .. })
+        ));
     }
 
     #[test]
@@ -131,12 +175,21 @@ mod tests {
         let (_d, root) = ws();
         let outside = tempfile::tempdir().unwrap();
         symlink(outside.path(), root.join("link")).unwrap();
-        assert!(matches!(confine(&root, Path::new("link/secret")), Err(ExecError::OutsideWorkspace { .. })));
-        assert!(matches!(confine(&root, Path::new("link")), Err(ExecError::OutsideWorkspace { .. })));
+        assert!(matches!(
+            confine(&root, Path::new("link/secret")),
+            Err(ExecError::OutsideWorkspace { .. })
+        ));
+        assert!(matches!(
+            confine(&root, Path::new("link")),
+            Err(ExecError::OutsideWorkspace { .. })
+        ));
         // A symlink that stays inside is fine.
         std::fs::create_dir(root.join("sub")).unwrap();
         symlink(root.join("sub"), root.join("inside")).unwrap();
-        assert_eq!(confine(&root, Path::new("inside/f")).unwrap(), root.join("sub/f"));
+        assert_eq!(
+            confine(&root, Path::new("inside/f")).unwrap(),
+            root.join("sub/f")
+        );
     }
 
     #[test]
@@ -145,12 +198,21 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         let target = outside.path().join("not-yet");
         symlink(&target, root.join("dangling")).unwrap();
-        assert!(matches!(confine(&root, Path::new("dangling")), Err(ExecError::OutsideWorkspace { .. })));
+        assert!(matches!(
+            confine(&root, Path::new("dangling")),
+            Err(ExecError::OutsideWorkspace { .. })
+        ));
         symlink("../../../../../../../../tmp/zzz-nowhere", root.join("rel")).unwrap();
-        assert!(matches!(confine(&root, Path::new("rel/f")), Err(ExecError::OutsideWorkspace { .. })));
+        assert!(matches!(
+            confine(&root, Path::new("rel/f")),
+            Err(ExecError::OutsideWorkspace { .. })
+        ));
         // A dangling symlink pointing inside resolves inside.
         symlink("later.txt", root.join("soon")).unwrap();
-        assert_eq!(confine(&root, Path::new("soon")).unwrap(), root.join("later.txt"));
+        assert_eq!(
+            confine(&root, Path::new("soon")).unwrap(),
+            root.join("later.txt")
+        );
     }
 
     #[test]

@@ -45,7 +45,10 @@ pub fn claude_entrypoint() -> PathBuf {
             );
             let stdout = String::from_utf8_lossy(&out.stdout);
             let entry = PathBuf::from(stdout.lines().last().unwrap_or("").trim());
-            assert!(entry.is_file(), "installer printed no usable entrypoint: {stdout:?}");
+            assert!(
+                entry.is_file(),
+                "installer printed no usable entrypoint: {stdout:?}"
+            );
             entry
         })
         .clone()
@@ -53,7 +56,10 @@ pub fn claude_entrypoint() -> PathBuf {
 
 /// `cwd` as Claude Code names its project folder: every non-alphanumeric character -> `-`.
 pub fn escaped_cwd(cwd: &Path) -> String {
-    cwd.to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect()
+    cwd.to_string_lossy()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
 }
 
 /// What a recorded task asks: prompts and extra flags.
@@ -74,8 +80,10 @@ pub struct Task {
 impl Task {
     pub fn load(dir: &Path) -> Task {
         let p = dir.join("task.json");
-        serde_json::from_str(&std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
-            .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        serde_json::from_str(
+            &std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())),
+        )
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
     }
 }
 
@@ -116,11 +124,17 @@ pub struct ClaudeRun {
 
 impl ClaudeRun {
     pub fn main_requests(&self) -> Vec<&LoggedRequest> {
-        self.requests.iter().filter(|r| r.kind == RequestKind::Main).collect()
+        self.requests
+            .iter()
+            .filter(|r| r.kind == RequestKind::Main)
+            .collect()
     }
     /// The stdout `result` event.
     pub fn result(&self) -> Option<Value> {
-        self.stdout.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).find(|v| v["type"] == "result")
+        self.stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|v| v["type"] == "result")
     }
     pub fn describe(&self) -> String {
         format!(
@@ -129,17 +143,32 @@ impl ClaudeRun {
             self.status,
             self.stdout,
             self.stderr,
-            self.requests.iter().map(|r| (r.seq, &r.method, &r.path, r.kind, r.turn, r.status)).collect::<Vec<_>>()
+            self.requests
+                .iter()
+                .map(|r| (r.seq, &r.method, &r.path, r.kind, r.turn, r.status))
+                .collect::<Vec<_>>()
         )
     }
 }
 
 /// Start a fresh server for `script`, run `claude <args>` in `work` with `HOME=home`, stop
 /// the server. `log` gets the server's request log.
-pub async fn run_claude(script: &Script, home: &Path, work: &Path, args: &[String], log: Option<&Path>) -> ClaudeRun {
+pub async fn run_claude(
+    script: &Script,
+    home: &Path,
+    work: &Path,
+    args: &[String],
+    log: Option<&Path>,
+) -> ClaudeRun {
     let entry = claude_entrypoint();
-    let opts = ServerOptions { log_path: log.map(Path::to_path_buf), api_key: Some(API_KEY.into()), ..Default::default() };
-    let server = start(script.clone(), opts).await.expect("start scripted server");
+    let opts = ServerOptions {
+        log_path: log.map(Path::to_path_buf),
+        api_key: Some(API_KEY.into()),
+        ..Default::default()
+    };
+    let server = start(script.clone(), opts)
+        .await
+        .expect("start scripted server");
     let mut cmd = tokio::process::Command::new(&entry);
     cmd.args(args)
         .current_dir(work)
@@ -150,7 +179,9 @@ pub async fn run_claude(script: &Script, home: &Path, work: &Path, args: &[Strin
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     let t0 = Instant::now();
-    let child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {}: {e}", entry.display()));
+    let child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", entry.display()));
     let out = tokio::time::timeout(Duration::from_secs(240), child.wait_with_output())
         .await
         .expect("claude did not finish within 240 s")
@@ -178,27 +209,45 @@ pub async fn run_claude(script: &Script, home: &Path, work: &Path, args: &[Strin
 
 /// `claude -p <prompt> --output-format stream-json --verbose --dangerously-skip-permissions [extra]`
 pub fn run1_args(prompt: &str, extra: &[String]) -> Vec<String> {
-    let mut a: Vec<String> = ["-p", prompt, "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let mut a: Vec<String> = [
+        "-p",
+        prompt,
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--dangerously-skip-permissions",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     a.extend(extra.iter().cloned());
     a
 }
 
 /// `claude -p --resume <sid> <prompt> --output-format stream-json --verbose --dangerously-skip-permissions [extra]`
 pub fn resume_args(session_id: &str, prompt: &str, extra: &[String]) -> Vec<String> {
-    let mut a: Vec<String> = ["-p", "--resume", session_id, prompt, "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let mut a: Vec<String> = [
+        "-p",
+        "--resume",
+        session_id,
+        prompt,
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--dangerously-skip-permissions",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     a.extend(extra.iter().cloned());
     a
 }
 
 /// The native session file of `session_id` for `work` under `home`.
 pub fn session_file(home: &Path, work: &Path, session_id: &str) -> PathBuf {
-    home.join(".claude/projects").join(escaped_cwd(work)).join(format!("{session_id}.jsonl"))
+    home.join(".claude/projects")
+        .join(escaped_cwd(work))
+        .join(format!("{session_id}.jsonl"))
 }
 
 /// Parse a JSONL file (panics on a bad line, naming it).
@@ -207,7 +256,9 @@ pub fn read_jsonl(path: &Path) -> Vec<Value> {
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| serde_json::from_str(l).unwrap_or_else(|e| panic!("{}:{}: {e}", path.display(), i + 1)))
+        .map(|(i, l)| {
+            serde_json::from_str(l).unwrap_or_else(|e| panic!("{}:{}: {e}", path.display(), i + 1))
+        })
         .collect()
 }
 
@@ -217,7 +268,10 @@ pub fn session_tool_uses(lines: &[Value]) -> Vec<(String, String)> {
     for l in lines.iter().filter(|l| l["type"] == "assistant") {
         for b in l["message"]["content"].as_array().into_iter().flatten() {
             if b["type"] == "tool_use" {
-                out.push((b["id"].as_str().unwrap_or("").into(), b["name"].as_str().unwrap_or("").into()));
+                out.push((
+                    b["id"].as_str().unwrap_or("").into(),
+                    b["name"].as_str().unwrap_or("").into(),
+                ));
             }
         }
     }
@@ -278,7 +332,10 @@ pub const SEED_MTIME: u64 = 1_767_225_600;
 pub fn set_mtimes(dir: &Path, secs: u64) {
     let t = std::time::UNIX_EPOCH + Duration::from_secs(secs);
     for f in list_files(dir) {
-        let file = std::fs::File::options().write(true).open(dir.join(&f)).unwrap();
+        let file = std::fs::File::options()
+            .write(true)
+            .open(dir.join(&f))
+            .unwrap();
         file.set_modified(t).unwrap();
     }
 }
@@ -332,11 +389,23 @@ pub async fn run_task(dir: &Path, root: &Path, logs_to: Option<&Path>) -> TaskRu
     if let Some(l) = &log1 {
         let _ = std::fs::remove_file(l);
     }
-    let run1 = run_claude(&script, &home, &work, &run1_args(&task.prompt, &task.args), log1.as_deref()).await;
+    let run1 = run_claude(
+        &script,
+        &home,
+        &work,
+        &run1_args(&task.prompt, &task.args),
+        log1.as_deref(),
+    )
+    .await;
     assert!(run1.status.success(), "run 1 failed:\n{}", run1.describe());
-    assert!(!run1.session_id.is_empty(), "no session id on stdout:\n{}", run1.describe());
+    assert!(
+        !run1.session_id.is_empty(),
+        "no session id on stdout:\n{}",
+        run1.describe()
+    );
     let sf = session_file(&home, &work, &run1.session_id);
-    let session_run1 = std::fs::read(&sf).unwrap_or_else(|e| panic!("{}: {e}\n{}", sf.display(), run1.describe()));
+    let session_run1 =
+        std::fs::read(&sf).unwrap_or_else(|e| panic!("{}: {e}\n{}", sf.display(), run1.describe()));
 
     let resume = match &task.resume_prompt {
         Some(p) => {
@@ -344,13 +413,28 @@ pub async fn run_task(dir: &Path, root: &Path, logs_to: Option<&Path>) -> TaskRu
             if let Some(l) = &log2 {
                 let _ = std::fs::remove_file(l);
             }
-            let r = run_claude(&script, &home, &work, &resume_args(&run1.session_id, p, &task.args), log2.as_deref()).await;
+            let r = run_claude(
+                &script,
+                &home,
+                &work,
+                &resume_args(&run1.session_id, p, &task.args),
+                log2.as_deref(),
+            )
+            .await;
             assert!(r.status.success(), "resume failed:\n{}", r.describe());
             Some(r)
         }
         None => None,
     };
-    TaskRun { home, work, script, task, run1, resume, session_run1 }
+    TaskRun {
+        home,
+        work,
+        script,
+        task,
+        run1,
+        resume,
+        session_run1,
+    }
 }
 
 /// Record recording `name` at the fixed path `/tmp/pvisor-rec-<name>` and write the outputs
@@ -358,7 +442,15 @@ pub async fn run_task(dir: &Path, root: &Path, logs_to: Option<&Path>) -> TaskRu
 pub async fn record(name: &str) {
     let dir = recorded_dir().join(name);
     let root = PathBuf::from(format!("/tmp/pvisor-rec-{name}"));
-    for f in ["session.jsonl", "session-run1.jsonl", "requests.jsonl", "requests-resume.jsonl", "stdout.jsonl", "stdout-resume.jsonl", "claude.json"] {
+    for f in [
+        "session.jsonl",
+        "session-run1.jsonl",
+        "requests.jsonl",
+        "requests-resume.jsonl",
+        "stdout.jsonl",
+        "stdout-resume.jsonl",
+        "claude.json",
+    ] {
         let _ = std::fs::remove_file(dir.join(f));
     }
     let _ = std::fs::remove_dir_all(dir.join("workspace-after"));
@@ -376,7 +468,10 @@ pub async fn record(name: &str) {
         std::fs::write(dir.join("claude.json"), s).unwrap();
     }
     copy_tree(&run.work, &dir.join("workspace-after"));
-    let version = std::process::Command::new(claude_entrypoint()).arg("--version").output().unwrap();
+    let version = std::process::Command::new(claude_entrypoint())
+        .arg("--version")
+        .output()
+        .unwrap();
     let mut home_files = list_files(&run.home);
     home_files.retain(|f| !f.starts_with(".claude/projects/") || f.ends_with(".jsonl"));
     let meta = json!({
@@ -418,13 +513,19 @@ pub async fn record(name: &str) {
             "workspace-after/": "the workspace after the last run"
         }
     });
-    std::fs::write(dir.join("meta.json"), serde_json::to_string_pretty(&meta).unwrap() + "\n").unwrap();
+    std::fs::write(
+        dir.join("meta.json"),
+        serde_json::to_string_pretty(&meta).unwrap() + "\n",
+    )
+    .unwrap();
 }
 
 fn shell_words(args: &[String]) -> String {
     args.iter()
         .map(|a| {
-            if a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:".contains(c)) {
+            if a.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./=:".contains(c))
+            {
                 a.clone()
             } else {
                 format!("'{}'", a.replace('\'', "'\\''"))

@@ -10,21 +10,41 @@ use std::path::{Path, PathBuf};
 fn observation_of(block: &Value) -> Observation {
     let is_error = block["is_error"].as_bool().unwrap_or(false);
     match &block["content"] {
-        Value::String(s) => Observation { text: s.clone(), is_error, native: None },
+        Value::String(s) => Observation {
+            text: s.clone(),
+            is_error,
+            native: None,
+        },
         Value::Array(a) => Observation {
-            text: a.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join(""),
+            text: a
+                .iter()
+                .filter_map(|b| b["text"].as_str())
+                .collect::<Vec<_>>()
+                .join(""),
             is_error,
             native: Some(Value::Array(a.clone())),
         },
-        Value::Null => Observation { text: String::new(), is_error, native: Some(Value::Null) },
-        other => Observation { text: other.to_string(), is_error, native: Some(other.clone()) },
+        Value::Null => Observation {
+            text: String::new(),
+            is_error,
+            native: Some(Value::Null),
+        },
+        other => Observation {
+            text: other.to_string(),
+            is_error,
+            native: Some(other.clone()),
+        },
     }
 }
 
 /// Batches = tool_use blocks grouped by assistant `message.id`, in order of appearance.
 pub fn plan_from_session(path: &Path) -> Plan {
     let text = std::fs::read_to_string(path).unwrap();
-    let lines: Vec<Value> = text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<Value> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     let mut results: BTreeMap<String, Observation> = BTreeMap::new();
     for l in &lines {
         if l["type"] == "user" {
@@ -64,15 +84,23 @@ pub fn plan_from_session(path: &Path) -> Plan {
                 tool: b["name"].as_str().unwrap().into(),
                 input: b["input"].clone(),
                 original: results.get(&id).cloned(),
-                locator: Locator { line: i + 1, native_id: Some(id.clone()) },
+                locator: Locator {
+                    line: i + 1,
+                    native_id: Some(id.clone()),
+                },
             };
             match batches.last_mut() {
-                Some(bt) if bt.locator.native_id.as_deref() == Some(mid.as_str()) => bt.calls.push(call),
+                Some(bt) if bt.locator.native_id.as_deref() == Some(mid.as_str()) => {
+                    bt.calls.push(call)
+                }
                 _ => batches.push(Batch {
                     index: batches.len() + 1,
                     calls: vec![call],
                     model_turn: turn,
-                    locator: Locator { line: i + 1, native_id: Some(mid.clone()) },
+                    locator: Locator {
+                        line: i + 1,
+                        native_id: Some(mid.clone()),
+                    },
                     complete: false,
                 }),
             }
@@ -93,7 +121,11 @@ pub fn plan_from_session(path: &Path) -> Plan {
 
 /// The original observation of every call of batches 1..=n.
 pub fn original_observations(plan: &Plan, n: usize) -> BTreeMap<String, Observation> {
-    plan.batches[..n].iter().flat_map(|b| b.calls.iter()).map(|c| (c.call_id.clone(), c.original.clone().unwrap())).collect()
+    plan.batches[..n]
+        .iter()
+        .flat_map(|b| b.calls.iter())
+        .map(|c| (c.call_id.clone(), c.original.clone().unwrap()))
+        .collect()
 }
 
 /// Reset `work` to the state after batches 1..=n of a recorded run: copy
@@ -106,7 +138,8 @@ pub fn reset_workspace(recorded: &Path, work: &Path, plan: &Plan, n: usize) {
     copy_dir(&recorded.join("workspace-before"), work);
     for f in walk(work) {
         let file = std::fs::File::options().write(true).open(&f).unwrap();
-        file.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_767_225_600)).unwrap();
+        file.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_767_225_600))
+            .unwrap();
     }
     let cwd = plan.original_cwd.clone().unwrap();
     let map = |p: &str| -> PathBuf {
@@ -131,12 +164,23 @@ pub fn reset_workspace(recorded: &Path, work: &Path, plan: &Plan, n: usize) {
                         .unwrap();
                     let _ = st;
                 }
-                "Write" => std::fs::write(map(i["file_path"].as_str().unwrap()), i["content"].as_str().unwrap()).unwrap(),
+                "Write" => std::fs::write(
+                    map(i["file_path"].as_str().unwrap()),
+                    i["content"].as_str().unwrap(),
+                )
+                .unwrap(),
                 "Edit" => {
                     let p = map(i["file_path"].as_str().unwrap());
                     let s = std::fs::read_to_string(&p).unwrap();
-                    let (old, new) = (i["old_string"].as_str().unwrap(), i["new_string"].as_str().unwrap());
-                    let s = if i["replace_all"].as_bool().unwrap_or(false) { s.replace(old, new) } else { s.replacen(old, new, 1) };
+                    let (old, new) = (
+                        i["old_string"].as_str().unwrap(),
+                        i["new_string"].as_str().unwrap(),
+                    );
+                    let s = if i["replace_all"].as_bool().unwrap_or(false) {
+                        s.replace(old, new)
+                    } else {
+                        s.replacen(old, new, 1)
+                    };
                     std::fs::write(&p, s).unwrap();
                 }
                 _ => {}

@@ -76,7 +76,13 @@ pub fn codex_entrypoint() -> PathBuf {
                 String::from_utf8_lossy(&out.stdout),
                 String::from_utf8_lossy(&out.stderr)
             );
-            PathBuf::from(String::from_utf8_lossy(&out.stdout).lines().last().unwrap().trim())
+            PathBuf::from(
+                String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .last()
+                    .unwrap()
+                    .trim(),
+            )
         })
         .clone()
 }
@@ -115,7 +121,12 @@ fn newest_rollout(dir: &Path) -> Option<PathBuf> {
             let p = e.path();
             if p.is_dir() {
                 stack.push(p);
-            } else if p.file_name().unwrap().to_string_lossy().starts_with("rollout-") {
+            } else if p
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("rollout-")
+            {
                 found.push(p);
             }
         }
@@ -128,7 +139,8 @@ fn newest_rollout(dir: &Path) -> Option<PathBuf> {
 pub async fn record(name: &str) {
     let _l = lock(name);
     let dir = recorded_dir().join(name);
-    let task: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("task.json")).unwrap()).unwrap();
+    let task: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("task.json")).unwrap()).unwrap();
     let prompt = task["prompt"].as_str().unwrap().to_string();
     let root = fixed_root(name);
     let home = root.join("home");
@@ -137,15 +149,32 @@ pub async fn record(name: &str) {
     reset_work(name);
     let log = dir.join("requests.jsonl");
     let _ = std::fs::remove_file(&log);
-    let server = start(script(name), ServerOptions { log_path: Some(log.clone()), api_key: Some(API_KEY.into()), ..Default::default() })
-        .await
-        .unwrap();
+    let server = start(
+        script(name),
+        ServerOptions {
+            log_path: Some(log.clone()),
+            api_key: Some(API_KEY.into()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
     let codex_home = home.join(".codex");
     std::fs::create_dir_all(&codex_home).unwrap();
     let config = "model = \"gpt-5.5\"\nmodel_provider = \"fake\"\n\n[model_providers.fake]\nname = \"Fake\"\n\
                   base_url = \"<BASE_URL>/v1\"\nwire_api = \"responses\"\nenv_key = \"FAKE_API_KEY\"\n";
-    std::fs::write(codex_home.join("config.toml"), config.replace("<BASE_URL>", &server.base_url())).unwrap();
-    let args = ["exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", prompt.as_str()];
+    std::fs::write(
+        codex_home.join("config.toml"),
+        config.replace("<BASE_URL>", &server.base_url()),
+    )
+    .unwrap();
+    let args = [
+        "exec",
+        "--json",
+        "--skip-git-repo-check",
+        "--dangerously-bypass-approvals-and-sandbox",
+        prompt.as_str(),
+    ];
     let child = tokio::process::Command::new(codex_entrypoint())
         .args(args)
         .current_dir(&work)
@@ -161,11 +190,19 @@ pub async fn record(name: &str) {
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    let out = tokio::time::timeout(Duration::from_secs(300), child.wait_with_output()).await.expect("codex timed out").unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(300), child.wait_with_output())
+        .await
+        .expect("codex timed out")
+        .unwrap();
     let requests: Vec<LoggedRequest> = server.requests();
     server.shutdown().await;
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "codex failed: {}\n{stdout}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "codex failed: {}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
     let thread_id = stdout
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
@@ -197,13 +234,25 @@ pub async fn record(name: &str) {
         "script_exhausted": exhausted,
         "recorded_with": format!("PVISOR_RECORD={name} cargo test --test e2e_codex_record record_fixtures -- --ignored --nocapture"),
     });
-    std::fs::write(dir.join("meta.json"), serde_json::to_string_pretty(&meta).unwrap() + "\n").unwrap();
-    eprintln!("recorded {name}: session {thread_id}, {} requests", requests.len());
+    std::fs::write(
+        dir.join("meta.json"),
+        serde_json::to_string_pretty(&meta).unwrap() + "\n",
+    )
+    .unwrap();
+    eprintln!(
+        "recorded {name}: session {thread_id}, {} requests",
+        requests.len()
+    );
 }
 
 /// The main (non-side) requests of a scripted-model request log.
 pub fn main_requests(log: &Path) -> Vec<Value> {
-    std::fs::read_to_string(log).unwrap_or_default().lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|r| r["kind"] == "main").collect()
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["kind"] == "main")
+        .collect()
 }
 
 /// Mask the declared dynamic fields of a Responses request body: the fresh observations'

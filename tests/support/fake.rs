@@ -19,25 +19,55 @@ impl Adapter for Fake {
         "fake"
     }
     fn parse(&self, path: &Path, bytes: &[u8]) -> Result<Plan, TrajectoryError> {
-        let text = std::str::from_utf8(bytes).map_err(|_| TrajectoryError::new(path, 0, "file", "not UTF-8"))?;
+        let text = std::str::from_utf8(bytes)
+            .map_err(|_| TrajectoryError::new(path, 0, "file", "not UTF-8"))?;
         let mut batches = vec![];
         for (i, line) in text.lines().enumerate() {
-            let v: serde_json::Value = serde_json::from_str(line).map_err(|e| TrajectoryError::new(path, i + 1, "line", e.to_string()))?;
-            let calls = v["calls"].as_array().ok_or_else(|| TrajectoryError::new(path, i + 1, "calls", "missing"))?;
+            let v: serde_json::Value = serde_json::from_str(line)
+                .map_err(|e| TrajectoryError::new(path, i + 1, "line", e.to_string()))?;
+            let calls = v["calls"]
+                .as_array()
+                .ok_or_else(|| TrajectoryError::new(path, i + 1, "calls", "missing"))?;
             let calls: Vec<ToolCall> = calls
                 .iter()
                 .map(|c| ToolCall {
                     call_id: c["id"].as_str().unwrap_or_default().into(),
                     tool: c["tool"].as_str().unwrap_or_default().into(),
                     input: c["input"].clone(),
-                    original: c.get("result").and_then(|r| r.as_str()).map(|r| Observation { text: r.into(), is_error: false, native: None }),
-                    locator: Locator { line: i + 1, native_id: None },
+                    original: c
+                        .get("result")
+                        .and_then(|r| r.as_str())
+                        .map(|r| Observation {
+                            text: r.into(),
+                            is_error: false,
+                            native: None,
+                        }),
+                    locator: Locator {
+                        line: i + 1,
+                        native_id: None,
+                    },
                 })
                 .collect();
             let complete = calls.iter().all(|c| c.original.is_some());
-            batches.push(Batch { index: i + 1, calls, model_turn: i + 1, locator: Locator { line: i + 1, native_id: None }, complete });
+            batches.push(Batch {
+                index: i + 1,
+                calls,
+                model_turn: i + 1,
+                locator: Locator {
+                    line: i + 1,
+                    native_id: None,
+                },
+                complete,
+            });
         }
-        Ok(Plan { agent: "fake".into(), recorded_version: None, session_id: Some("s1".into()), original_cwd: None, model_turns: batches.len() + 1, batches })
+        Ok(Plan {
+            agent: "fake".into(),
+            recorded_version: None,
+            session_id: Some("s1".into()),
+            original_cwd: None,
+            model_turns: batches.len() + 1,
+            batches,
+        })
     }
     fn classify(&self, call: &ToolCall) -> ToolClass {
         match call.tool.as_str() {
@@ -48,30 +78,64 @@ impl Adapter for Fake {
         }
     }
     fn execute(&self, call: &ToolCall, ctx: &ExecContext) -> Result<ToolOutcome, ExecError> {
-        let p = ctx.workspace.join(call.input["path"].as_str().unwrap_or("x"));
+        let p = ctx
+            .workspace
+            .join(call.input["path"].as_str().unwrap_or("x"));
         let marker = ctx.workspace.join(".marker");
         let mut m = std::fs::read_to_string(&marker).unwrap_or_default();
         m.push_str(&format!("{}\n", call.call_id));
         std::fs::write(&marker, m).unwrap();
         let text = match call.tool.as_str() {
             "write" => {
-                std::fs::write(&p, call.input["text"].as_str().unwrap_or("")).map_err(|e| ExecError::Io { tool: "write".into(), source: e })?;
+                std::fs::write(&p, call.input["text"].as_str().unwrap_or("")).map_err(|e| {
+                    ExecError::Io {
+                        tool: "write".into(),
+                        source: e,
+                    }
+                })?;
                 "ok".to_string()
             }
             _ => std::fs::read_to_string(&p).unwrap_or_else(|_| "missing".into()),
         };
-        Ok(ToolOutcome { observation: Observation { text, is_error: false, native: None }, exit_code: Some(0), duration_ms: 1, touched: if call.tool == "write" { vec![PathBuf::from(call.input["path"].as_str().unwrap())] } else { vec![] } })
+        Ok(ToolOutcome {
+            observation: Observation {
+                text,
+                is_error: false,
+                native: None,
+            },
+            exit_code: Some(0),
+            duration_ms: 1,
+            touched: if call.tool == "write" {
+                vec![PathBuf::from(call.input["path"].as_str().unwrap())]
+            } else {
+                vec![]
+            },
+        })
     }
     fn rebuild(&self, req: &RebuildRequest) -> Result<RebuiltSession, AdapterError> {
         let body = serde_json::to_vec(req.observations).unwrap();
         std::fs::create_dir_all(req.state_dir).unwrap();
-        std::fs::write(req.artifact_path, &body).map_err(|e| AdapterError::Io { path: req.artifact_path.into(), source: e })?;
-        Ok(RebuiltSession { native_path: req.artifact_path.into(), artifact_path: req.artifact_path.into(), digest: pvisor::digest::blake3(&body), records: req.observations.len() as u64, session_id: "s1".into(), prefix: vec![] })
+        std::fs::write(req.artifact_path, &body).map_err(|e| AdapterError::Io {
+            path: req.artifact_path.into(),
+            source: e,
+        })?;
+        Ok(RebuiltSession {
+            native_path: req.artifact_path.into(),
+            artifact_path: req.artifact_path.into(),
+            digest: pvisor::digest::blake3(&body),
+            records: req.observations.len() as u64,
+            session_id: "s1".into(),
+            prefix: vec![],
+        })
     }
 }
 
 pub fn lookup(name: &str) -> Result<Box<dyn Adapter>, String> {
-    if name == "fake" { Ok(Box::new(Fake)) } else { Err(format!("unknown agent `{name}`")) }
+    if name == "fake" {
+        Ok(Box::new(Fake))
+    } else {
+        Err(format!("unknown agent `{name}`"))
+    }
 }
 
 pub const TRAJ: &str = r#"{"calls":[{"id":"c1","tool":"write","input":{"path":"a.txt","text":"hi"},"result":"ok"},{"id":"c2","tool":"read","input":{"path":"a.txt"},"result":"hi"}]}
@@ -110,7 +174,14 @@ impl Env {
         engine::run_with(Start::Fresh(ReplayRequest::from_fields(f).unwrap()), lookup)
     }
     pub fn resume(&self, accept: bool) -> engine::Outcome {
-        engine::run_with(Start::Resume { path: self.root.join("state/r"), boundary_user_prompt: None, accept_at_least_once: accept }, lookup)
+        engine::run_with(
+            Start::Resume {
+                path: self.root.join("state/r"),
+                boundary_user_prompt: None,
+                accept_at_least_once: accept,
+            },
+            lookup,
+        )
     }
     pub fn marker(&self) -> String {
         std::fs::read_to_string(self.root.join("ws/.marker")).unwrap_or_default()
@@ -120,4 +191,3 @@ impl Env {
         serde_json::to_value(pvisor::fold::derive(&pvisor::fold::fold(&evs).unwrap())).unwrap()
     }
 }
-

@@ -23,12 +23,22 @@ impl ClaudeCode {
         let Some(parsed) = guard.as_ref() else { return };
         let mut next = self.next_record.lock().unwrap_or_else(|e| e.into_inner());
         let session = tools::session_for(&ctx.workspace);
-        for &i in parsed.chain.iter().filter(|&&i| parsed.records[i].line < line) {
+        for &i in parsed
+            .chain
+            .iter()
+            .filter(|&&i| parsed.records[i].line < line)
+        {
             if i >= *next && parsed.records[i].kind == "attachment" {
                 session.observe_attachment(&parsed.records[i].value["attachment"], ctx);
             }
         }
-        if let Some(m) = parsed.chain.iter().copied().filter(|&i| parsed.records[i].line < line).max() {
+        if let Some(m) = parsed
+            .chain
+            .iter()
+            .copied()
+            .filter(|&i| parsed.records[i].line < line)
+            .max()
+        {
             *next = (*next).max(m + 1);
         }
     }
@@ -38,12 +48,18 @@ impl ClaudeCode {
 fn action_of(parsed: &parse::ParsedSession, m: &parse::AssistantMessage) -> Action {
     let mut a = Action::default();
     for &i in &m.records {
-        let content = parsed.records[i].value["message"]["content"].as_array().cloned().unwrap_or_default();
+        let content = parsed.records[i].value["message"]["content"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         for b in content {
             match b["type"].as_str() {
                 Some("text") => a.text.push_str(b["text"].as_str().unwrap_or("")),
                 Some("thinking") => a.reasoning.push_str(b["thinking"].as_str().unwrap_or("")),
-                Some("tool_use") => a.tools.push((b["name"].as_str().unwrap_or("").to_string(), b["input"].clone())),
+                Some("tool_use") => a.tools.push((
+                    b["name"].as_str().unwrap_or("").to_string(),
+                    b["input"].clone(),
+                )),
                 _ => {}
             }
         }
@@ -53,7 +69,11 @@ fn action_of(parsed: &parse::ParsedSession, m: &parse::AssistantMessage) -> Acti
 
 fn nth_reply(path: &Path, n: usize) -> Option<Action> {
     let parsed = parse::parse_file(path).ok()?;
-    let m = parsed.assistant_messages.iter().filter(|m| !m.synthetic).nth(n)?;
+    let m = parsed
+        .assistant_messages
+        .iter()
+        .filter(|m| !m.synthetic)
+        .nth(n)?;
     Some(action_of(&parsed, m))
 }
 
@@ -85,10 +105,17 @@ impl Adapter for ClaudeCode {
         rebuild::rebuild_artifact_only(req)
     }
 
-    fn begin_replay(&self, _plan: &Plan, ctx: &ExecContext, completed: &[(ToolCall, Observation)]) -> Result<(), AdapterError> {
+    fn begin_replay(
+        &self,
+        _plan: &Plan,
+        ctx: &ExecContext,
+        completed: &[(ToolCall, Observation)],
+    ) -> Result<(), AdapterError> {
         let config = {
             let guard = self.session.lock().unwrap_or_else(|e| e.into_inner());
-            let parsed = guard.as_ref().ok_or_else(|| AdapterError::Unsupported("the session must be parsed before tools run".into()))?;
+            let parsed = guard.as_ref().ok_or_else(|| {
+                AdapterError::Unsupported("the session must be parsed before tools run".into())
+            })?;
             tools::ToolConfig::for_session(parsed)
         };
         *self.next_record.lock().unwrap_or_else(|e| e.into_inner()) = 0;
@@ -104,17 +131,32 @@ impl Adapter for ClaudeCode {
         self.apply_attachments_before(batch.locator.line, ctx);
     }
 
-    fn continuation(&self, req: &ContinueRequest) -> Result<Box<dyn crate::continuation::ContinuationAgent>, AdapterError> {
-        let mut c = ClaudeContinuation::new(req.entrypoint, req.rebuilt, req.workspace, req.state_dir, req.continued_artifact)?;
+    fn continuation(
+        &self,
+        req: &ContinueRequest,
+    ) -> Result<Box<dyn crate::continuation::ContinuationAgent>, AdapterError> {
+        let mut c = ClaudeContinuation::new(
+            req.entrypoint,
+            req.rebuilt,
+            req.workspace,
+            req.state_dir,
+            req.continued_artifact,
+        )?;
         c.model = req.model.clone();
         // Claude Code 2.1.332 offers Glob and Grep only when allowed explicitly: a session
         // that called them was started with `--allowedTools Glob Grep`, and its tool list
         // (part of every request) must be the same when it continues.
         let used: Vec<String> = {
             let guard = self.session.lock().unwrap_or_else(|e| e.into_inner());
-            guard.as_ref().map(|p| p.calls.iter().map(|c| c.tool.clone()).collect()).unwrap_or_default()
+            guard
+                .as_ref()
+                .map(|p| p.calls.iter().map(|c| c.tool.clone()).collect())
+                .unwrap_or_default()
         };
-        let extra: Vec<&str> = ["Glob", "Grep"].into_iter().filter(|t| used.iter().any(|u| u == t)).collect();
+        let extra: Vec<&str> = ["Glob", "Grep"]
+            .into_iter()
+            .filter(|t| used.iter().any(|u| u == t))
+            .collect();
         if !extra.is_empty() {
             c.extra_args.push("--allowedTools".into());
             c.extra_args.extend(extra.iter().map(|s| s.to_string()));
@@ -125,16 +167,37 @@ impl Adapter for ClaudeCode {
         Ok(Box::new(c))
     }
 
-    fn next_actions(&self, source: &Path, after_step: usize, continued: Option<&Path>) -> (Option<Action>, Option<Action>) {
+    fn next_actions(
+        &self,
+        source: &Path,
+        after_step: usize,
+        continued: Option<&Path>,
+    ) -> (Option<Action>, Option<Action>) {
         let turns = self
             .session
             .lock()
             .ok()
-            .and_then(|g| g.as_ref().map(|p| p.plan().batches.get(after_step.wrapping_sub(1)).map(|b| b.model_turn)))
+            .and_then(|g| {
+                g.as_ref().map(|p| {
+                    p.plan()
+                        .batches
+                        .get(after_step.wrapping_sub(1))
+                        .map(|b| b.model_turn)
+                })
+            })
             .flatten()
-            .or_else(|| parse::parse_file(source).ok().and_then(|p| p.plan().batches.get(after_step.wrapping_sub(1)).map(|b| b.model_turn)));
+            .or_else(|| {
+                parse::parse_file(source).ok().and_then(|p| {
+                    p.plan()
+                        .batches
+                        .get(after_step.wrapping_sub(1))
+                        .map(|b| b.model_turn)
+                })
+            });
         let Some(n) = turns else { return (None, None) };
-        (nth_reply(source, n), continued.and_then(|c| nth_reply(c, n)))
+        (
+            nth_reply(source, n),
+            continued.and_then(|c| nth_reply(c, n)),
+        )
     }
 }
-

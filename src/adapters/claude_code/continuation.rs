@@ -22,10 +22,13 @@
 //! `num_turns: K+1`, exit code 1). That is reported as `max_steps` only when the bridge
 //! answered exactly K main requests.
 
+use super::drift::{neutralize, HostFacts};
 use super::rebuild::{write_file, write_user_id, ClaudeHome};
 use crate::adapter::{AdapterError, RebuiltSession};
 use crate::bridge::{AgentProtocol, BridgeStats, TransportRule, CLAUDE_DEFAULT_RESUME_TEXT};
-use crate::continuation::{AgentCommand, AgentVerdict, ContinuationAgent, ContinuedSession, ExitInfo, StdinMode};
+use crate::continuation::{
+    AgentCommand, AgentVerdict, ContinuationAgent, ContinuedSession, ExitInfo, StdinMode,
+};
 use journal_format::event::AgentStatus;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -80,8 +83,13 @@ pub struct ClaudeContinuation {
     pub path_env: String,
     /// Extra environment (applied last: may override anything above).
     pub extra_env: Vec<(String, String)>,
-    /// The rebuilt file's bytes: the continued file must start with them.
+    /// The host facts Claude will observe; the session's snapshots are set to them.
+    pub facts: HostFacts,
+    /// The rebuilt file's bytes (snapshots set to `facts`): the continued file must start
+    /// with them.
     rebuilt: Vec<u8>,
+    /// Snapshots that differed from `facts` in the rebuilt session.
+    neutralized: Vec<journal_format::event::Neutralized>,
     result: Option<Value>,
     init_session: Option<String>,
 }
@@ -98,8 +106,17 @@ impl ClaudeContinuation {
     ) -> Result<Self, AdapterError> {
         // The artifact copy holds the same bytes as the native file right after rebuild; a
         // resumed run reads it because the native file has grown with the live turns since.
-        let from = if session.artifact_path.is_file() { &session.artifact_path } else { &session.native_path };
-        let rebuilt = std::fs::read(from).map_err(|source| AdapterError::Io { path: from.clone(), source })?;
+        let from = if session.artifact_path.is_file() {
+            &session.artifact_path
+        } else {
+            &session.native_path
+        };
+        let rebuilt = std::fs::read_to_string(from).map_err(|source| AdapterError::Io {
+            path: from.clone(),
+            source,
+        })?;
+        let facts = HostFacts::observe(workspace);
+        let (rebuilt, neutralized) = neutralize(&rebuilt, &facts);
         Ok(ClaudeContinuation {
             entrypoint: entrypoint.to_path_buf(),
             workspace: workspace.to_path_buf(),
@@ -113,10 +130,51 @@ impl ClaudeContinuation {
             user_id: None,
             path_env: "/usr/local/bin:/usr/bin:/bin".into(),
             extra_env: Vec::new(),
-            rebuilt,
+            facts,
+            rebuilt: rebuilt.into_bytes(),
+            neutralized,
             result: None,
             init_session: None,
         })
+    }
+
+    /// The agent's native session with its host/time snapshots set to [`Self::facts`].
+    fn read_native(&self) -> Result<Vec<u8>, AdapterError> {
+        let text =
+            std::fs::read_to_string(&self.native_path).map_err(|source| AdapterError::Io {
+                path: self.native_path.clone(),
+                source,
+            })?;
+        Ok(neutralize(&text, &self.facts).0.into_bytes())
+    }
+
+    /// Set the host facts (tests: a host that surely differs from the recording's); the
+    /// rebuilt bytes follow.
+    pub fn set_facts(&mut self, facts: HostFacts) {
+        let text = String::from_utf8_lossy(&self.rebuilt).into_owned();
+        let (t, n) = neutralize(&text, &facts);
+        // What differs from the recording: the first neutralization's recorded values.
+        let mut all = self.neutralized.clone();
+        for c in n {
+            if !all.iter().any(|a| a.fact == c.fact) {
+                all.push(c);
+            }
+        }
+        for a in &mut all {
+            a.live = match a.fact.as_str() {
+                "claude:environment.osVersion" => facts.os_version.clone(),
+                "claude:environment.platform" => facts.platform.clone(),
+                "claude:environment.shell" => facts.shell.clone(),
+                "claude:environment.workingDirectory" => facts.working_directory.clone(),
+                "claude:environment.isGitRepo" => facts.is_git_repo.to_string(),
+                "claude:date" => facts.date.clone(),
+                _ => a.live.clone(),
+            };
+        }
+        all.retain(|a| a.recorded != a.live);
+        self.neutralized = all;
+        self.rebuilt = t.into_bytes();
+        self.facts = facts;
     }
 
     /// The `result` event Claude printed, once seen.
@@ -131,13 +189,23 @@ impl ContinuationAgent for ClaudeContinuation {
     }
 
     fn transport_rule(&self) -> TransportRule {
-        TransportRule::ClaudeResumeText { text: self.resume_text.text().to_string() }
+        TransportRule::ClaudeResumeText {
+            text: self.resume_text.text().to_string(),
+        }
     }
 
-    fn command(&mut self, bridge_url: &str, bridge_key: &str, budget: Option<u64>) -> Result<AgentCommand, AdapterError> {
+    fn command(
+        &mut self,
+        bridge_url: &str,
+        bridge_key: &str,
+        budget: Option<u64>,
+    ) -> Result<AgentCommand, AdapterError> {
         if let Some(u) = &self.user_id {
             write_user_id(&self.home, u)?;
         }
+        // Drift: the snapshots Claude compares on resume are set to what it observes now.
+        let native = self.read_native()?;
+        write_file(&self.native_path, &native)?;
         let mut args: Vec<String> = [
             "-p",
             "--resume",
@@ -164,7 +232,10 @@ impl ContinuationAgent for ClaudeContinuation {
         let mut env: Vec<(String, String)> = vec![
             ("PATH".into(), self.path_env.clone()),
             ("HOME".into(), self.home.home.to_string_lossy().into_owned()),
-            ("CLAUDE_CONFIG_DIR".into(), self.home.config_dir.to_string_lossy().into_owned()),
+            (
+                "CLAUDE_CONFIG_DIR".into(),
+                self.home.config_dir.to_string_lossy().into_owned(),
+            ),
             ("SHELL".into(), "/bin/bash".into()),
             ("LANG".into(), "C.UTF-8".into()),
             ("TZ".into(), "UTC".into()),
@@ -176,7 +247,10 @@ impl ContinuationAgent for ClaudeContinuation {
             ("DISABLE_TELEMETRY".into(), "1".into()),
             ("DISABLE_AUTOUPDATER".into(), "1".into()),
             ("DISABLE_ERROR_REPORTING".into(), "1".into()),
-            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(), "1".into()),
+            (
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(),
+                "1".into(),
+            ),
             ("CLAUDE_CODE_RESUME_INTERRUPTED_TURN".into(), "1".into()),
         ];
         if let ResumeText::Nonce(n) = &self.resume_text {
@@ -186,14 +260,26 @@ impl ContinuationAgent for ClaudeContinuation {
             env.retain(|(ek, _)| ek != k);
             env.push((k.clone(), v.clone()));
         }
-        Ok(AgentCommand { program: self.entrypoint.clone(), args, env, cwd: self.workspace.clone(), stdin: StdinMode::OpenUntilResult })
+        Ok(AgentCommand {
+            program: self.entrypoint.clone(),
+            args,
+            env,
+            cwd: self.workspace.clone(),
+            stdin: StdinMode::OpenUntilResult,
+            neutralized: self.neutralized.clone(),
+        })
     }
 
     fn observe_stdout(&mut self, line: &str) -> bool {
-        let Ok(v) = serde_json::from_str::<Value>(line) else { return false };
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            return false;
+        };
         match v.get("type").and_then(Value::as_str) {
             Some("system") if v.get("subtype").and_then(Value::as_str) == Some("init") => {
-                self.init_session = v.get("session_id").and_then(Value::as_str).map(String::from);
+                self.init_session = v
+                    .get("session_id")
+                    .and_then(Value::as_str)
+                    .map(String::from);
                 false
             }
             Some("result") => {
@@ -205,20 +291,34 @@ impl ContinuationAgent for ClaudeContinuation {
     }
 
     fn verdict(&self, exit: &ExitInfo, bridge: &BridgeStats, budget: Option<u64>) -> AgentVerdict {
-        let failed = |m: String| AgentVerdict { status: AgentStatus::Failed, message: Some(m) };
+        let failed = |m: String| AgentVerdict {
+            status: AgentStatus::Failed,
+            message: Some(m),
+        };
         if let Some(s) = &self.init_session {
             if s != &self.session_id {
-                return failed(format!("claude resumed session {s}, not {}", self.session_id));
+                return failed(format!(
+                    "claude resumed session {s}, not {}",
+                    self.session_id
+                ));
             }
         }
         let Some(r) = &self.result else {
-            return failed(format!("claude exited (code {:?}, signal {:?}) without a result event", exit.code, exit.signal));
+            return failed(format!(
+                "claude exited (code {:?}, signal {:?}) without a result event",
+                exit.code, exit.signal
+            ));
         };
         let subtype = r.get("subtype").and_then(Value::as_str).unwrap_or("");
         let is_error = r.get("is_error").and_then(Value::as_bool).unwrap_or(false);
         let detail = || {
-            let errors: Vec<String> =
-                r.get("errors").and_then(Value::as_array).into_iter().flatten().filter_map(|e| e.as_str().map(String::from)).collect();
+            let errors: Vec<String> = r
+                .get("errors")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|e| e.as_str().map(String::from))
+                .collect();
             let text = r.get("result").and_then(Value::as_str).unwrap_or("");
             if errors.is_empty() {
                 text.to_string()
@@ -228,28 +328,48 @@ impl ContinuationAgent for ClaudeContinuation {
         };
         match subtype {
             "error_max_turns" => match budget {
-                Some(b) if bridge.steps == b => {
-                    AgentVerdict { status: AgentStatus::MaxSteps, message: Some(format!("live step budget of {b} used ({})", detail())) }
-                }
-                _ => failed(format!("claude stopped at its turn limit but the bridge answered {} of {:?} steps", bridge.steps, budget)),
+                Some(b) if bridge.steps == b => AgentVerdict {
+                    status: AgentStatus::MaxSteps,
+                    message: Some(format!("live step budget of {b} used ({})", detail())),
+                },
+                _ => failed(format!(
+                    "claude stopped at its turn limit but the bridge answered {} of {:?} steps",
+                    bridge.steps, budget
+                )),
             },
             "success" if !is_error => {
                 if exit.code != Some(0) {
-                    failed(format!("claude reported success but exited with {:?}", exit.code))
+                    failed(format!(
+                        "claude reported success but exited with {:?}",
+                        exit.code
+                    ))
                 } else if bridge.steps == 0 {
-                    failed("claude reported success without any model reply through the bridge".into())
+                    failed(
+                        "claude reported success without any model reply through the bridge".into(),
+                    )
                 } else {
-                    AgentVerdict { status: AgentStatus::Completed, message: None }
+                    AgentVerdict {
+                        status: AgentStatus::Completed,
+                        message: None,
+                    }
                 }
             }
             // A fatal state is a failure whatever the exit code says.
-            _ => failed(format!("claude reported {subtype} (is_error {is_error}): {}", detail())),
+            _ => failed(format!(
+                "claude reported {subtype} (is_error {is_error}): {}",
+                detail()
+            )),
         }
     }
 
     fn resume(&mut self, write: bool) -> Result<crate::continuation::ResumeInfo, AdapterError> {
-        let bytes = std::fs::read(&self.native_path).map_err(|source| AdapterError::Io { path: self.native_path.clone(), source })?;
-        let cleaned = clean_continued(&bytes, &self.rebuilt, &self.session_id, self.resume_text.text())?;
+        let bytes = self.read_native()?;
+        let cleaned = clean_continued(
+            &bytes,
+            &self.rebuilt,
+            &self.session_id,
+            self.resume_text.text(),
+        )?;
         let (info, text) = resume_cut(&cleaned.text, self.rebuilt.len())?;
         if write {
             write_file(&self.native_path, text.as_bytes())?;
@@ -258,11 +378,19 @@ impl ContinuationAgent for ClaudeContinuation {
     }
 
     fn finish(&mut self) -> Result<Option<ContinuedSession>, AdapterError> {
-        let bytes = std::fs::read(&self.native_path).map_err(|source| AdapterError::Io { path: self.native_path.clone(), source })?;
-        let cleaned = clean_continued(&bytes, &self.rebuilt, &self.session_id, self.resume_text.text())?;
+        let bytes = self.read_native()?;
+        let cleaned = clean_continued(
+            &bytes,
+            &self.rebuilt,
+            &self.session_id,
+            self.resume_text.text(),
+        )?;
         write_file(&self.native_path, cleaned.text.as_bytes())?;
         if let Some(d) = self.continued_artifact.parent() {
-            std::fs::create_dir_all(d).map_err(|source| AdapterError::Io { path: d.to_path_buf(), source })?;
+            std::fs::create_dir_all(d).map_err(|source| AdapterError::Io {
+                path: d.to_path_buf(),
+                source,
+            })?;
         }
         write_file(&self.continued_artifact, cleaned.text.as_bytes())?;
         Ok(Some(ContinuedSession {
@@ -278,11 +406,13 @@ impl ContinuationAgent for ClaudeContinuation {
 
 /// `PVISOR-RESUME-<24 hex>`: a resume nonce of this or an earlier attempt.
 fn is_nonce(s: &str) -> bool {
-    s.strip_prefix("PVISOR-RESUME-").is_some_and(|h| h.len() == 24 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+    s.strip_prefix("PVISOR-RESUME-")
+        .is_some_and(|h| h.len() == 24 && h.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 fn contains_nonce(s: &str) -> bool {
-    s.match_indices("PVISOR-RESUME-").any(|(i, _)| s.get(i..i + 38).is_some_and(is_nonce))
+    s.match_indices("PVISOR-RESUME-")
+        .any(|(i, _)| s.get(i..i + 38).is_some_and(is_nonce))
 }
 
 /// Cut a cleaned session (rebuilt prefix of `prefix_len` bytes + live records) after its last
@@ -290,32 +420,59 @@ fn contains_nonce(s: &str) -> bool {
 /// so far. What follows (an assistant reply whose tools have no results yet, a final text
 /// reply, bookkeeping records) is the interrupted turn. Returns the live messages up to the
 /// cut (canonical, rendered like the rebuilt prefix) and the cut session text.
-pub fn resume_cut(text: &str, prefix_len: usize) -> Result<(crate::continuation::ResumeInfo, String), AdapterError> {
-    let bad = |m: String| AdapterError::Continuation(format!("resuming the continued session: {m}"));
-    let prefix = text.get(..prefix_len).ok_or_else(|| bad("shorter than the rebuilt prefix".into()))?;
+pub fn resume_cut(
+    text: &str,
+    prefix_len: usize,
+) -> Result<(crate::continuation::ResumeInfo, String), AdapterError> {
+    let bad =
+        |m: String| AdapterError::Continuation(format!("resuming the continued session: {m}"));
+    let prefix = text
+        .get(..prefix_len)
+        .ok_or_else(|| bad("shorter than the rebuilt prefix".into()))?;
     let mut recs: Vec<(&str, Value)> = Vec::new();
     for (i, line) in text[prefix_len..].split('\n').enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        recs.push((line, serde_json::from_str(line).map_err(|e| bad(format!("appended line {}: {e}", i + 1)))?));
+        recs.push((
+            line,
+            serde_json::from_str(line).map_err(|e| bad(format!("appended line {}: {e}", i + 1)))?,
+        ));
     }
-    let ty = |v: &Value| v.get("type").and_then(Value::as_str).unwrap_or("").to_string();
-    let blocks = |v: &Value| v.pointer("/message/content").and_then(Value::as_array).cloned().unwrap_or_default();
+    let ty = |v: &Value| {
+        v.get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let blocks = |v: &Value| {
+        v.pointer("/message/content")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
     let mut pending: HashSet<String> = HashSet::new();
     let (mut safe_end, mut safe_turns, mut turns) = (0usize, 0u64, 0u64);
     let mut in_assistant: Option<Option<String>> = None;
     for (i, (_, v)) in recs.iter().enumerate() {
         match ty(v).as_str() {
             "assistant" => {
-                let id = v.pointer("/message/id").and_then(Value::as_str).map(String::from);
+                let id = v
+                    .pointer("/message/id")
+                    .and_then(Value::as_str)
+                    .map(String::from);
                 if in_assistant.as_ref() != Some(&id) || id.is_none() {
                     turns += 1;
                     in_assistant = Some(id);
                 }
                 for b in blocks(v) {
                     if b.get("type").and_then(Value::as_str) == Some("tool_use") {
-                        pending.insert(b.get("id").and_then(Value::as_str).unwrap_or("").to_string());
+                        pending.insert(
+                            b.get("id")
+                                .and_then(Value::as_str)
+                                .unwrap_or("")
+                                .to_string(),
+                        );
                     }
                 }
             }
@@ -324,7 +481,11 @@ pub fn resume_cut(text: &str, prefix_len: usize) -> Result<(crate::continuation:
                 let ids: Vec<String> = blocks(v)
                     .iter()
                     .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
-                    .filter_map(|b| b.get("tool_use_id").and_then(Value::as_str).map(String::from))
+                    .filter_map(|b| {
+                        b.get("tool_use_id")
+                            .and_then(Value::as_str)
+                            .map(String::from)
+                    })
                     .collect();
                 for id in &ids {
                     pending.remove(id);
@@ -338,7 +499,11 @@ pub fn resume_cut(text: &str, prefix_len: usize) -> Result<(crate::continuation:
         }
     }
     let kept = &recs[..safe_end];
-    let conversational: Vec<&Value> = kept.iter().map(|(_, v)| v).filter(|v| matches!(ty(v).as_str(), "user" | "assistant" | "attachment")).collect();
+    let conversational: Vec<&Value> = kept
+        .iter()
+        .map(|(_, v)| v)
+        .filter(|v| matches!(ty(v).as_str(), "user" | "assistant" | "attachment"))
+        .collect();
     let mut blobs: HashMap<String, Value> = HashMap::new();
     for line in text.lines() {
         if let Ok(v) = serde_json::from_str::<Value>(line) {
@@ -350,8 +515,16 @@ pub fn resume_cut(text: &str, prefix_len: usize) -> Result<(crate::continuation:
             }
         }
     }
-    let live = super::rebuild::with_recorded_extras(super::rebuild::render_messages(&conversational), &blobs);
-    if live.first().and_then(|m| m.get("role")).and_then(Value::as_str).is_some_and(|r| r != "assistant") {
+    let live = super::rebuild::with_recorded_extras(
+        super::rebuild::render_messages(&conversational),
+        &blobs,
+    );
+    if live
+        .first()
+        .and_then(|m| m.get("role"))
+        .and_then(Value::as_str)
+        .is_some_and(|r| r != "assistant")
+    {
         return Err(bad("the live part does not start with a model turn".into()));
     }
     let interrupted = (safe_end < recs.len()).then(|| {
@@ -362,21 +535,35 @@ pub fn resume_cut(text: &str, prefix_len: usize) -> Result<(crate::continuation:
             .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_use"))
             .map(|b| {
                 (
-                    b.get("id").and_then(Value::as_str).unwrap_or("").to_string(),
-                    b.get("name").and_then(Value::as_str).unwrap_or("").to_string(),
+                    b.get("id")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string(),
+                    b.get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string(),
                     b.get("input").cloned().unwrap_or(Value::Null),
                 )
             })
             .collect::<Vec<_>>()
     });
     // Bookkeeping records alone (no model turn started) are not an interrupted turn.
-    let interrupted = interrupted.filter(|t| !t.is_empty() || recs[safe_end..].iter().any(|(_, v)| ty(v) == "assistant"));
+    let interrupted = interrupted
+        .filter(|t| !t.is_empty() || recs[safe_end..].iter().any(|(_, v)| ty(v) == "assistant"));
     let mut out = prefix.to_string();
     for (raw, _) in kept {
         out.push_str(raw);
         out.push('\n');
     }
-    Ok((crate::continuation::ResumeInfo { live, complete_turns: safe_turns, interrupted }, out))
+    Ok((
+        crate::continuation::ResumeInfo {
+            live,
+            complete_turns: safe_turns,
+            interrupted,
+        },
+        out,
+    ))
 }
 
 /// The cleaned continued session.
@@ -393,19 +580,29 @@ pub struct CleanedSession {
 /// `last-prompt` naming it; children of a removed record are re-parented to its parent.
 /// Fails when the file no longer starts with the rebuilt bytes, when an appended record names
 /// another session, or when the resume text survives anywhere in the appended part.
-pub fn clean_continued(bytes: &[u8], rebuilt: &[u8], session_id: &str, resume_text: &str) -> Result<CleanedSession, AdapterError> {
+pub fn clean_continued(
+    bytes: &[u8],
+    rebuilt: &[u8],
+    session_id: &str,
+    resume_text: &str,
+) -> Result<CleanedSession, AdapterError> {
     let bad = |m: String| AdapterError::Continuation(format!("continued session: {m}"));
     if !bytes.starts_with(rebuilt) {
-        return Err(bad("the rebuilt prefix was changed (the file does not start with it)".into()));
+        return Err(bad(
+            "the rebuilt prefix was changed (the file does not start with it)".into(),
+        ));
     }
-    let prefix_text = std::str::from_utf8(rebuilt).map_err(|_| bad("prefix is not UTF-8".into()))?;
-    let appended = std::str::from_utf8(&bytes[rebuilt.len()..]).map_err(|_| bad("appended part is not UTF-8".into()))?;
+    let prefix_text =
+        std::str::from_utf8(rebuilt).map_err(|_| bad("prefix is not UTF-8".into()))?;
+    let appended = std::str::from_utf8(&bytes[rebuilt.len()..])
+        .map_err(|_| bad("appended part is not UTF-8".into()))?;
     let mut records: Vec<(String, Value)> = Vec::new();
     for (i, line) in appended.split('\n').enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let v: Value = serde_json::from_str(line).map_err(|e| bad(format!("appended line {}: {e}", i + 1)))?;
+        let v: Value =
+            serde_json::from_str(line).map_err(|e| bad(format!("appended line {}: {e}", i + 1)))?;
         if let Some(s) = v.get("sessionId").and_then(Value::as_str) {
             if s != session_id {
                 return Err(bad(format!("an appended record names session {s}")));
@@ -415,7 +612,13 @@ pub fn clean_continued(bytes: &[u8], rebuilt: &[u8], session_id: &str, resume_te
     }
     let is_resume_text = |v: &Value| match v.pointer("/message/content") {
         Some(Value::String(s)) => s == resume_text || is_nonce(s),
-        Some(Value::Array(a)) => a.len() == 1 && a[0].get("text").and_then(Value::as_str).is_some_and(|t| t == resume_text || is_nonce(t)),
+        Some(Value::Array(a)) => {
+            a.len() == 1
+                && a[0]
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| t == resume_text || is_nonce(t))
+        }
         _ => false,
     };
     let mut removed_parent: HashMap<String, Option<String>> = HashMap::new();
@@ -426,14 +629,22 @@ pub fn clean_continued(bytes: &[u8], rebuilt: &[u8], session_id: &str, resume_te
         let drop = match ty {
             "queue-operation" => true,
             "user" => v.get("isMeta").and_then(Value::as_bool) == Some(true) && is_resume_text(v),
-            "last-prompt" => v.get("lastPrompt").and_then(Value::as_str).is_some_and(|t| t == resume_text || is_nonce(t)),
+            "last-prompt" => v
+                .get("lastPrompt")
+                .and_then(Value::as_str)
+                .is_some_and(|t| t == resume_text || is_nonce(t)),
             _ => false,
         };
         if drop {
             keep[i] = false;
             removed.push(ty.to_string());
             if let Some(u) = v.get("uuid").and_then(Value::as_str) {
-                removed_parent.insert(u.to_string(), v.get("parentUuid").and_then(Value::as_str).map(String::from));
+                removed_parent.insert(
+                    u.to_string(),
+                    v.get("parentUuid")
+                        .and_then(Value::as_str)
+                        .map(String::from),
+                );
             }
         }
     }
@@ -453,16 +664,23 @@ pub fn clean_continued(bytes: &[u8], rebuilt: &[u8], session_id: &str, resume_te
         if !keep[i] {
             continue;
         }
-        let parent = v.get("parentUuid").and_then(Value::as_str).map(String::from);
+        let parent = v
+            .get("parentUuid")
+            .and_then(Value::as_str)
+            .map(String::from);
         let line = match &parent {
             Some(p) if removed_parent.contains_key(p) => {
                 let mut v = v.clone();
-                v["parentUuid"] = resolve(parent.clone()).map(Value::String).unwrap_or(Value::Null);
+                v["parentUuid"] = resolve(parent.clone())
+                    .map(Value::String)
+                    .unwrap_or(Value::Null);
                 serde_json::to_string(&v).expect("JSON")
             }
             _ => raw.clone(),
         };
-        if (line.contains(resume_text) && resume_text != CLAUDE_DEFAULT_RESUME_TEXT) || contains_nonce(&line) {
+        if (line.contains(resume_text) && resume_text != CLAUDE_DEFAULT_RESUME_TEXT)
+            || contains_nonce(&line)
+        {
             return Err(bad("the resume nonce survives in an appended record".into()));
         }
         if v.get("isMeta").and_then(Value::as_bool) == Some(true) && is_resume_text(v) {
@@ -472,7 +690,11 @@ pub fn clean_continued(bytes: &[u8], rebuilt: &[u8], session_id: &str, resume_te
         text.push('\n');
         count += 1;
     }
-    Ok(CleanedSession { text, records: count, removed })
+    Ok(CleanedSession {
+        text,
+        records: count,
+        removed,
+    })
 }
 
 #[cfg(test)]
@@ -497,12 +719,18 @@ mod tests {
         f += &line(
             json!({"type": "user", "isMeta": true, "uuid": "m", "parentUuid": "b", "sessionId": SID, "message": {"role": "user", "content": [{"type": "text", "text": "PVISOR-RESUME-1"}]}}),
         );
-        f += &line(json!({"type": "assistant", "uuid": "a", "parentUuid": "m", "sessionId": SID, "message": {"content": []}}));
+        f += &line(
+            json!({"type": "assistant", "uuid": "a", "parentUuid": "m", "sessionId": SID, "message": {"content": []}}),
+        );
         f += &line(json!({"type": "cost-state", "sessionId": SID}));
         let c = clean_continued(f.as_bytes(), prefix.as_bytes(), SID, "PVISOR-RESUME-1").unwrap();
         assert_eq!(c.removed, ["queue-operation", "queue-operation", "user"]);
         assert_eq!(c.records, 3);
-        let lines: Vec<Value> = c.text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let lines: Vec<Value> = c
+            .text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
         assert_eq!(lines[1]["parentUuid"], "b");
         assert!(!c.text.contains("PVISOR-RESUME-1"));
     }
@@ -513,7 +741,9 @@ mod tests {
         let other = line(json!({"type": "user", "uuid": "c", "sessionId": SID}));
         assert!(clean_continued(other.as_bytes(), prefix.as_bytes(), SID, "N").is_err());
         let f = prefix.clone()
-            + &line(json!({"type": "assistant", "uuid": "x", "parentUuid": "b", "sessionId": "00000000-0000-4000-8000-000000000000"}));
+            + &line(
+                json!({"type": "assistant", "uuid": "x", "parentUuid": "b", "sessionId": "00000000-0000-4000-8000-000000000000"}),
+            );
         assert!(clean_continued(f.as_bytes(), prefix.as_bytes(), SID, "N").is_err());
         // The nonce surviving outside a removable record is refused.
         let f = prefix.clone()
@@ -525,25 +755,51 @@ mod tests {
 
     #[test]
     fn resume_cuts_after_the_last_complete_turn_and_drops_old_nonces() {
-        let prefix = line(json!({"type": "user", "uuid": "b", "parentUuid": null, "sessionId": SID, "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t0", "content": "x"}]}}));
+        let prefix = line(
+            json!({"type": "user", "uuid": "b", "parentUuid": null, "sessionId": SID, "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t0", "content": "x"}]}}),
+        );
         let mut f = prefix.clone();
         // attempt 1's transport record, with a nonce this process never saw
-        f += &line(json!({"type": "user", "isMeta": true, "uuid": "m", "parentUuid": "b", "sessionId": SID, "message": {"role": "user", "content": [{"type": "text", "text": "PVISOR-RESUME-0123456789abcdef01234567"}]}}));
-        f += &line(json!({"type": "assistant", "uuid": "a1", "parentUuid": "m", "sessionId": SID, "message": {"id": "msg1", "role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "echo 1"}}]}}));
-        f += &line(json!({"type": "user", "uuid": "u1", "parentUuid": "a1", "sessionId": SID, "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "1"}]}}));
+        f += &line(
+            json!({"type": "user", "isMeta": true, "uuid": "m", "parentUuid": "b", "sessionId": SID, "message": {"role": "user", "content": [{"type": "text", "text": "PVISOR-RESUME-0123456789abcdef01234567"}]}}),
+        );
+        f += &line(
+            json!({"type": "assistant", "uuid": "a1", "parentUuid": "m", "sessionId": SID, "message": {"id": "msg1", "role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "echo 1"}}]}}),
+        );
+        f += &line(
+            json!({"type": "user", "uuid": "u1", "parentUuid": "a1", "sessionId": SID, "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "1"}]}}),
+        );
         // interrupted: text stored, tool call stored, no result
-        f += &line(json!({"type": "assistant", "uuid": "a2", "parentUuid": "u1", "sessionId": SID, "message": {"id": "msg2", "role": "assistant", "content": [{"type": "text", "text": "two"}]}}));
-        f += &line(json!({"type": "assistant", "uuid": "a3", "parentUuid": "a2", "sessionId": SID, "message": {"id": "msg2", "role": "assistant", "content": [{"type": "tool_use", "id": "t2", "name": "Bash", "input": {"command": "echo 2"}}]}}));
-        let c = clean_continued(f.as_bytes(), prefix.as_bytes(), SID, "PVISOR-RESUME-ffffffffffffffffffffffff").unwrap();
+        f += &line(
+            json!({"type": "assistant", "uuid": "a2", "parentUuid": "u1", "sessionId": SID, "message": {"id": "msg2", "role": "assistant", "content": [{"type": "text", "text": "two"}]}}),
+        );
+        f += &line(
+            json!({"type": "assistant", "uuid": "a3", "parentUuid": "a2", "sessionId": SID, "message": {"id": "msg2", "role": "assistant", "content": [{"type": "tool_use", "id": "t2", "name": "Bash", "input": {"command": "echo 2"}}]}}),
+        );
+        let c = clean_continued(
+            f.as_bytes(),
+            prefix.as_bytes(),
+            SID,
+            "PVISOR-RESUME-ffffffffffffffffffffffff",
+        )
+        .unwrap();
         assert_eq!(c.removed, ["user"]);
         let (info, text) = resume_cut(&c.text, prefix.len()).unwrap();
         assert_eq!(info.complete_turns, 1);
         assert_eq!(info.interrupted.as_ref().unwrap()[0].0, "t2");
         assert_eq!(info.live.len(), 2, "{:?}", info.live);
         assert_eq!(info.live[0]["role"], "assistant");
-        assert!(!text.contains("PVISOR-RESUME") && !text.contains("\"a2\"") && text.contains("\"u1\""));
-        let recs: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-        assert_eq!(recs[1]["parentUuid"], "b", "re-parented past the removed nonce record");
+        assert!(
+            !text.contains("PVISOR-RESUME") && !text.contains("\"a2\"") && text.contains("\"u1\"")
+        );
+        let recs: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(
+            recs[1]["parentUuid"], "b",
+            "re-parented past the removed nonce record"
+        );
         // nothing after the last complete turn: no interrupted turn
         let (info, _) = resume_cut(&text, prefix.len()).unwrap();
         assert!(info.interrupted.is_none());
@@ -571,22 +827,52 @@ mod tests {
 
     #[test]
     fn verdicts() {
-        let stats = |steps| BridgeStats { steps, ..Default::default() };
-        let exit = |code| ExitInfo { code: Some(code), signal: None, timed_out: false };
-        let ok = cont_with_result(Some(json!({"type": "result", "subtype": "success", "is_error": false})));
-        assert_eq!(ok.verdict(&exit(0), &stats(2), Some(5)).status, AgentStatus::Completed);
+        let stats = |steps| BridgeStats {
+            steps,
+            ..Default::default()
+        };
+        let exit = |code| ExitInfo {
+            code: Some(code),
+            signal: None,
+            timed_out: false,
+        };
+        let ok = cont_with_result(Some(
+            json!({"type": "result", "subtype": "success", "is_error": false}),
+        ));
+        assert_eq!(
+            ok.verdict(&exit(0), &stats(2), Some(5)).status,
+            AgentStatus::Completed
+        );
         // Exit 0 with a fatal state is a failure.
-        let fatal = cont_with_result(Some(json!({"type": "result", "subtype": "success", "is_error": true, "result": "API Error: 500"})));
+        let fatal = cont_with_result(Some(
+            json!({"type": "result", "subtype": "success", "is_error": true, "result": "API Error: 500"}),
+        ));
         let v = fatal.verdict(&exit(0), &stats(1), Some(5));
         assert_eq!(v.status, AgentStatus::Failed);
         assert!(v.message.unwrap().contains("API Error: 500"));
-        let max = cont_with_result(Some(json!({"type": "result", "subtype": "error_max_turns", "is_error": true, "num_turns": 3})));
-        assert_eq!(max.verdict(&exit(1), &stats(2), Some(2)).status, AgentStatus::MaxSteps);
+        let max = cont_with_result(Some(
+            json!({"type": "result", "subtype": "error_max_turns", "is_error": true, "num_turns": 3}),
+        ));
+        assert_eq!(
+            max.verdict(&exit(1), &stats(2), Some(2)).status,
+            AgentStatus::MaxSteps
+        );
         // Claude's count and the bridge's must agree.
-        assert_eq!(max.verdict(&exit(1), &stats(1), Some(2)).status, AgentStatus::Failed);
-        assert_eq!(cont_with_result(None).verdict(&exit(0), &stats(1), None).status, AgentStatus::Failed);
+        assert_eq!(
+            max.verdict(&exit(1), &stats(1), Some(2)).status,
+            AgentStatus::Failed
+        );
+        assert_eq!(
+            cont_with_result(None)
+                .verdict(&exit(0), &stats(1), None)
+                .status,
+            AgentStatus::Failed
+        );
         // Success without any reply through the bridge is not a continuation.
-        assert_eq!(ok.verdict(&exit(0), &stats(0), None).status, AgentStatus::Failed);
+        assert_eq!(
+            ok.verdict(&exit(0), &stats(0), None).status,
+            AgentStatus::Failed
+        );
     }
 
     #[test]
@@ -597,8 +883,13 @@ mod tests {
         let cmd = c.command("http://127.0.0.1:9", "pvb-key", Some(3)).unwrap();
         assert_eq!(&cmd.args[..3], ["-p", "--resume", SID]);
         assert!(cmd.args.windows(2).any(|w| w == ["--max-turns", "3"]));
-        assert!(cmd.args.ends_with(&["--allowedTools".to_string(), "Glob".to_string()]));
-        assert!(!cmd.args.iter().any(|a| a.contains("pvb-key") || a.contains("PVISOR-RESUME")));
+        assert!(cmd
+            .args
+            .ends_with(&["--allowedTools".to_string(), "Glob".to_string()]));
+        assert!(!cmd
+            .args
+            .iter()
+            .any(|a| a.contains("pvb-key") || a.contains("PVISOR-RESUME")));
         let env: HashMap<_, _> = cmd.env.iter().cloned().collect();
         assert_eq!(env["ANTHROPIC_API_KEY"], "pvb-key");
         assert_eq!(env["CLAUDE_CODE_RESUME_PROMPT"], "PVISOR-RESUME-abc");

@@ -3,6 +3,7 @@
 //! - [`parse`]: session JSONL → [`parse::ParsedSession`] → [`crate::adapter::Plan`].
 //! - [`rebuild`]: the native session with fresh observations, in an isolated config dir.
 //! - [`continuation`]: resuming the rebuilt session with the real `claude` through the bridge.
+//! - [`drift`]: the host/time snapshots Claude compares on resume, set to the live host.
 //! - [`agent`]: the [`crate::adapter::Adapter`] implementation tying the parts together.
 //! - [`tools`]: re-execution of Claude Code's native tools, producing the exact
 //!   `tool_result.content` texts Claude Code 2.1.332 sends to the model.
@@ -14,6 +15,7 @@
 
 pub mod agent;
 pub mod continuation;
+pub mod drift;
 pub mod parse;
 pub mod rebuild;
 pub mod tools;

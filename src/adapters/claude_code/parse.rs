@@ -139,19 +139,35 @@ pub fn parse(path: &Path) -> Result<Plan, TrajectoryError> {
 
 /// Read and parse a session file.
 pub fn parse_file(path: &Path) -> Result<ParsedSession, TrajectoryError> {
-    let bytes = std::fs::read(path).map_err(|e| TrajectoryError::new(path, 0, "file", format!("cannot read: {e}")))?;
+    let bytes = std::fs::read(path)
+        .map_err(|e| TrajectoryError::new(path, 0, "file", format!("cannot read: {e}")))?;
     parse_bytes(path, &bytes)
 }
 
-fn err(path: &Path, line: usize, field: impl Into<String>, message: impl Into<String>) -> TrajectoryError {
+fn err(
+    path: &Path,
+    line: usize,
+    field: impl Into<String>,
+    message: impl Into<String>,
+) -> TrajectoryError {
     TrajectoryError::new(path, line, field, message)
 }
 
-fn opt_string(path: &Path, line: usize, v: &Value, key: &str) -> Result<Option<String>, TrajectoryError> {
+fn opt_string(
+    path: &Path,
+    line: usize,
+    v: &Value,
+    key: &str,
+) -> Result<Option<String>, TrajectoryError> {
     match v.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(err(path, line, key, format!("expected a string or null, found {}", kind_of(other)))),
+        Some(other) => Err(err(
+            path,
+            line,
+            key,
+            format!("expected a string or null, found {}", kind_of(other)),
+        )),
     }
 }
 
@@ -184,21 +200,41 @@ fn read_records(path: &Path, bytes: &[u8]) -> Result<Vec<Record>, TrajectoryErro
             continue;
         }
         let truncated = i == last_index && !ends_with_newline;
-        let text = std::str::from_utf8(raw).map_err(|e| err(path, line, "line", format!("not valid UTF-8: {e}")))?;
+        let text = std::str::from_utf8(raw)
+            .map_err(|e| err(path, line, "line", format!("not valid UTF-8: {e}")))?;
         let value: Value = serde_json::from_str(text).map_err(|e| {
             if truncated {
-                err(path, line, "line", format!("truncated or invalid JSON on the last line (no trailing newline): {e}"))
+                err(
+                    path,
+                    line,
+                    "line",
+                    format!(
+                        "truncated or invalid JSON on the last line (no trailing newline): {e}"
+                    ),
+                )
             } else {
                 err(path, line, "line", format!("invalid JSON: {e}"))
             }
         })?;
         if !value.is_object() {
-            return Err(err(path, line, "line", format!("expected a JSON object, found {}", kind_of(&value))));
+            return Err(err(
+                path,
+                line,
+                "line",
+                format!("expected a JSON object, found {}", kind_of(&value)),
+            ));
         }
         let kind = match value.get("type") {
             None => String::new(),
             Some(Value::String(s)) => s.clone(),
-            Some(other) => return Err(err(path, line, "type", format!("expected a string, found {}", kind_of(other)))),
+            Some(other) => {
+                return Err(err(
+                    path,
+                    line,
+                    "type",
+                    format!("expected a string, found {}", kind_of(other)),
+                ))
+            }
         };
         let uuid = opt_string(path, line, &value, "uuid")?;
         let parent_uuid = opt_string(path, line, &value, "parentUuid")?;
@@ -207,7 +243,12 @@ fn read_records(path: &Path, bytes: &[u8]) -> Result<Vec<Record>, TrajectoryErro
             None | Some(Value::Null) => false,
             Some(Value::Bool(b)) => *b,
             Some(other) => {
-                return Err(err(path, line, "isSidechain", format!("expected a boolean, found {}", kind_of(other))))
+                return Err(err(
+                    path,
+                    line,
+                    "isSidechain",
+                    format!("expected a boolean, found {}", kind_of(other)),
+                ))
             }
         };
         let mut duplicate = false;
@@ -224,14 +265,26 @@ fn read_records(path: &Path, bytes: &[u8]) -> Result<Vec<Record>, TrajectoryErro
                         path,
                         line,
                         "uuid",
-                        format!("uuid {u} already used with different content on line {}", earlier.line),
+                        format!(
+                            "uuid {u} already used with different content on line {}",
+                            earlier.line
+                        ),
                     ));
                 }
             } else {
                 by_uuid.insert(u.clone(), records.len());
             }
         }
-        records.push(Record { line, value, kind, uuid, parent_uuid, logical_parent_uuid, is_sidechain, duplicate });
+        records.push(Record {
+            line,
+            value,
+            kind,
+            uuid,
+            parent_uuid,
+            logical_parent_uuid,
+            is_sidechain,
+            duplicate,
+        });
     }
     Ok(records)
 }
@@ -279,7 +332,10 @@ fn build(path: &Path, records: Vec<Record>) -> Result<ParsedSession, TrajectoryE
             if steps > records.len() {
                 break; // a cycle; the chain walk below reports it if it matters
             }
-            cur = records[c].parent_uuid.as_deref().and_then(|p| nodes.get(p).copied());
+            cur = records[c]
+                .parent_uuid
+                .as_deref()
+                .and_then(|p| nodes.get(p).copied());
         }
     }
 
@@ -291,7 +347,12 @@ fn build(path: &Path, records: Vec<Record>) -> Result<ParsedSession, TrajectoryE
         let mut cur = t;
         loop {
             if !seen.insert(cur) {
-                return Err(err(path, records[cur].line, "parentUuid", "the parentUuid chain has a cycle"));
+                return Err(err(
+                    path,
+                    records[cur].line,
+                    "parentUuid",
+                    "the parentUuid chain has a cycle",
+                ));
             }
             walk.push(cur);
             let r = &records[cur];
@@ -308,12 +369,23 @@ fn build(path: &Path, records: Vec<Record>) -> Result<ParsedSession, TrajectoryE
                 Some(p) => match nodes.get(p.as_str()) {
                     Some(&pi) => cur = pi,
                     None => {
-                        let why = if records.iter().any(|x| x.uuid.as_deref() == Some(p.as_str()) && x.is_sidechain) {
+                        let why = if records
+                            .iter()
+                            .any(|x| x.uuid.as_deref() == Some(p.as_str()) && x.is_sidechain)
+                        {
                             "is a sidechain record"
                         } else {
                             "is not in the file"
                         };
-                        return Err(err(path, r.line, field, format!("broken chain: parent {p} of {} {why}", r.uuid.as_deref().unwrap_or("?"))));
+                        return Err(err(
+                            path,
+                            r.line,
+                            field,
+                            format!(
+                                "broken chain: parent {p} of {} {why}",
+                                r.uuid.as_deref().unwrap_or("?")
+                            ),
+                        ));
                     }
                 },
             }
@@ -334,18 +406,30 @@ fn build(path: &Path, records: Vec<Record>) -> Result<ParsedSession, TrajectoryE
     }
     // Re-attach off-chain siblings of parallel calls: further blocks (assistant lines) of a
     // message already on the chain, and results that answer a tool_use nobody answered yet.
-    let message_id_of = |r: &Record| r.value.get("message").and_then(|m| m.get("id")).and_then(Value::as_str).map(str::to_owned);
+    let message_id_of = |r: &Record| {
+        r.value
+            .get("message")
+            .and_then(|m| m.get("id"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
     let mut in_chain: HashSet<usize> = on_walk.clone();
-    let chain_message_ids: HashSet<String> =
-        walk.iter().filter(|&&i| records[i].kind == "assistant").filter_map(|&i| message_id_of(&records[i])).collect();
+    let chain_message_ids: HashSet<String> = walk
+        .iter()
+        .filter(|&&i| records[i].kind == "assistant")
+        .filter_map(|&i| message_id_of(&records[i]))
+        .collect();
     loop {
         let mut changed = false;
         for (i, r) in records.iter().enumerate() {
             if !r.is_node() || in_chain.contains(&i) {
                 continue;
             }
-            let parent_in =
-                r.parent_uuid.as_deref().and_then(|p| nodes.get(p)).map_or(false, |pi| in_chain.contains(pi));
+            let parent_in = r
+                .parent_uuid
+                .as_deref()
+                .and_then(|p| nodes.get(p))
+                .map_or(false, |pi| in_chain.contains(pi));
             if !parent_in {
                 continue;
             }
@@ -380,18 +464,44 @@ fn build(path: &Path, records: Vec<Record>) -> Result<ParsedSession, TrajectoryE
         }
         let msg = match r.value.get("message") {
             Some(m @ Value::Object(_)) => m,
-            Some(other) => return Err(err(path, r.line, "message", format!("expected an object, found {}", kind_of(other)))),
-            None => return Err(err(path, r.line, "message", "assistant record without a message")),
+            Some(other) => {
+                return Err(err(
+                    path,
+                    r.line,
+                    "message",
+                    format!("expected an object, found {}", kind_of(other)),
+                ))
+            }
+            None => {
+                return Err(err(
+                    path,
+                    r.line,
+                    "message",
+                    "assistant record without a message",
+                ))
+            }
         };
         let id = match msg.get("id") {
             Some(Value::String(s)) if !s.is_empty() => s.clone(),
             None | Some(Value::Null) => r.uuid.clone().unwrap_or_default(),
-            Some(other) => return Err(err(path, r.line, "message.id", format!("expected a string, found {}", kind_of(other)))),
+            Some(other) => {
+                return Err(err(
+                    path,
+                    r.line,
+                    "message.id",
+                    format!("expected a string, found {}", kind_of(other)),
+                ))
+            }
         };
         match msg.get("content") {
             None | Some(Value::Array(_)) | Some(Value::String(_)) => {}
             Some(other) => {
-                return Err(err(path, r.line, "message.content", format!("expected an array or a string, found {}", kind_of(other))))
+                return Err(err(
+                    path,
+                    r.line,
+                    "message.content",
+                    format!("expected an array or a string, found {}", kind_of(other)),
+                ))
             }
         }
         let synthetic = msg.get("model").and_then(Value::as_str) == Some("<synthetic>");
@@ -400,7 +510,11 @@ fn build(path: &Path, records: Vec<Record>) -> Result<ParsedSession, TrajectoryE
                 last.records.push(i);
             }
         } else {
-            assistant_messages.push(AssistantMessage { message_id: id.clone(), records: vec![i], synthetic });
+            assistant_messages.push(AssistantMessage {
+                message_id: id.clone(),
+                records: vec![i],
+                synthetic,
+            });
             open = Some(id);
         }
     }
@@ -420,7 +534,9 @@ fn build(path: &Path, records: Vec<Record>) -> Result<ParsedSession, TrajectoryE
     for (mi, m) in assistant_messages.iter().enumerate() {
         for &ri in &m.records {
             let r = &records[ri];
-            let Some(blocks) = r.content_blocks() else { continue };
+            let Some(blocks) = r.content_blocks() else {
+                continue;
+            };
             for (bi, b) in blocks.iter().enumerate() {
                 if b.get("type").and_then(Value::as_str) != Some("tool_use") {
                     continue;
@@ -428,18 +544,35 @@ fn build(path: &Path, records: Vec<Record>) -> Result<ParsedSession, TrajectoryE
                 let field = format!("message.content[{bi}]");
                 let id = match b.get("id") {
                     Some(Value::String(s)) if !s.is_empty() => s.clone(),
-                    _ => return Err(err(path, r.line, format!("{field}.id"), "tool_use without a string id")),
+                    _ => {
+                        return Err(err(
+                            path,
+                            r.line,
+                            format!("{field}.id"),
+                            "tool_use without a string id",
+                        ))
+                    }
                 };
                 let name = match b.get("name") {
                     Some(Value::String(s)) => s.clone(),
-                    _ => return Err(err(path, r.line, format!("{field}.name"), "tool_use without a string name")),
+                    _ => {
+                        return Err(err(
+                            path,
+                            r.line,
+                            format!("{field}.name"),
+                            "tool_use without a string name",
+                        ))
+                    }
                 };
                 if let Some(&prev) = use_by_id.get(&id) {
                     return Err(err(
                         path,
                         r.line,
                         format!("{field}.id"),
-                        format!("duplicate tool_use id {id} (first on line {})", uses[prev].line),
+                        format!(
+                            "duplicate tool_use id {id} (first on line {})",
+                            uses[prev].line
+                        ),
                     ));
                 }
                 let batch = match batch_of_message[mi] {
@@ -477,7 +610,9 @@ fn build(path: &Path, records: Vec<Record>) -> Result<ParsedSession, TrajectoryE
         if r.kind != "user" {
             continue;
         }
-        let Some(blocks) = r.content_blocks() else { continue };
+        let Some(blocks) = r.content_blocks() else {
+            continue;
+        };
         for (bi, b) in blocks.iter().enumerate() {
             if b.get("type").and_then(Value::as_str) != Some("tool_result") {
                 continue;
@@ -485,23 +620,53 @@ fn build(path: &Path, records: Vec<Record>) -> Result<ParsedSession, TrajectoryE
             let field = format!("message.content[{bi}].tool_use_id");
             let id = match b.get("tool_use_id") {
                 Some(Value::String(s)) => s.clone(),
-                _ => return Err(err(path, r.line, field, "tool_result without a string tool_use_id")),
+                _ => {
+                    return Err(err(
+                        path,
+                        r.line,
+                        field,
+                        "tool_result without a string tool_use_id",
+                    ))
+                }
             };
             let Some(&ui) = use_by_id.get(&id) else {
-                return Err(err(path, r.line, field, format!("tool_result for {id}, which no tool_use on the conversation issued")));
+                return Err(err(
+                    path,
+                    r.line,
+                    field,
+                    format!("tool_result for {id}, which no tool_use on the conversation issued"),
+                ));
             };
             let u = &mut uses[ui];
             if u.site.result_record.is_some() {
-                return Err(err(path, r.line, field, format!("second tool_result for {id}")));
+                return Err(err(
+                    path,
+                    r.line,
+                    field,
+                    format!("second tool_result for {id}"),
+                ));
             }
             if r.line < u.line {
-                return Err(err(path, r.line, field, format!("tool_result for {id} comes before its tool_use (line {})", u.line)));
+                return Err(err(
+                    path,
+                    r.line,
+                    field,
+                    format!(
+                        "tool_result for {id} comes before its tool_use (line {})",
+                        u.line
+                    ),
+                ));
             }
             let is_error = match b.get("is_error") {
                 None | Some(Value::Null) => false,
                 Some(Value::Bool(v)) => *v,
                 Some(other) => {
-                    return Err(err(path, r.line, format!("message.content[{bi}].is_error"), format!("expected a boolean, found {}", kind_of(other))))
+                    return Err(err(
+                        path,
+                        r.line,
+                        format!("message.content[{bi}].is_error"),
+                        format!("expected a boolean, found {}", kind_of(other)),
+                    ))
                 }
             };
             let (text, native) = match b.get("content") {
@@ -516,12 +681,24 @@ fn build(path: &Path, records: Vec<Record>) -> Result<ParsedSession, TrajectoryE
                     (text, Some(Value::Array(items.clone())))
                 }
                 Some(other) => {
-                    return Err(err(path, r.line, format!("message.content[{bi}].content"), format!("expected a string or an array, found {}", kind_of(other))))
+                    return Err(err(
+                        path,
+                        r.line,
+                        format!("message.content[{bi}].content"),
+                        format!("expected a string or an array, found {}", kind_of(other)),
+                    ))
                 }
             };
             u.site.result_record = Some(i);
             u.site.result_block = Some(bi);
-            observations.insert(id, Observation { text, is_error, native });
+            observations.insert(
+                id,
+                Observation {
+                    text,
+                    is_error,
+                    native,
+                },
+            );
         }
     }
 
@@ -558,11 +735,16 @@ fn build(path: &Path, records: Vec<Record>) -> Result<ParsedSession, TrajectoryE
                 index: u.site.batch,
                 calls: Vec::new(),
                 model_turn: turn_of_message[u.message_index],
-                locator: Locator { line: first_line, native_id: Some(m.message_id.clone()) },
+                locator: Locator {
+                    line: first_line,
+                    native_id: Some(m.message_id.clone()),
+                },
                 complete: true,
             });
         }
-        let Some(batch) = batches.last_mut() else { continue };
+        let Some(batch) = batches.last_mut() else {
+            continue;
+        };
         let original = observations.remove(&u.site.call_id);
         if original.is_none() {
             batch.complete = false;
@@ -572,15 +754,25 @@ fn build(path: &Path, records: Vec<Record>) -> Result<ParsedSession, TrajectoryE
             tool: u.site.tool.clone(),
             input: u.input.clone(),
             original,
-            locator: Locator { line: u.line, native_id: Some(u.site.call_id.clone()) },
+            locator: Locator {
+                line: u.line,
+                native_id: Some(u.site.call_id.clone()),
+            },
         });
     }
 
-    let tip_record = chain.iter().rev().map(|&i| &records[i]).find(|r| is_conversational(&r.kind));
+    let tip_record = chain
+        .iter()
+        .rev()
+        .map(|&i| &records[i])
+        .find(|r| is_conversational(&r.kind));
     let str_field = |r: &Record, k: &str| r.value.get(k).and_then(Value::as_str).map(str::to_owned);
     let session_id = tip_record.and_then(|r| str_field(r, "sessionId"));
     let recorded_version = tip_record.and_then(|r| str_field(r, "version"));
-    let original_cwd = chain.iter().find_map(|&i| str_field(&records[i], "cwd")).map(PathBuf::from);
+    let original_cwd = chain
+        .iter()
+        .find_map(|&i| str_field(&records[i], "cwd"))
+        .map(PathBuf::from);
 
     let plan = Plan {
         agent: AGENT.to_string(),
@@ -611,7 +803,11 @@ fn result_ids(r: &Record) -> Vec<String> {
             blocks
                 .iter()
                 .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
-                .filter_map(|b| b.get("tool_use_id").and_then(Value::as_str).map(str::to_owned))
+                .filter_map(|b| {
+                    b.get("tool_use_id")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                })
                 .collect()
         })
         .unwrap_or_default()

@@ -56,7 +56,10 @@ impl ClaudeHome {
 
     /// `<config>/projects/<escaped cwd>`.
     pub fn project_dir(&self, cwd: &Path) -> Result<PathBuf, AdapterError> {
-        Ok(self.config_dir.join("projects").join(escaped_project_dir(cwd)?))
+        Ok(self
+            .config_dir
+            .join("projects")
+            .join(escaped_project_dir(cwd)?))
     }
 
     /// The session file of `session_id` for `cwd`.
@@ -69,7 +72,11 @@ impl ClaudeHome {
 /// becomes `-` (`/tmp/my_proj.x` → `-tmp-my-proj-x`). Names over 200 characters get a hash
 /// suffix whose algorithm differs between Claude builds: refused.
 pub fn escaped_project_dir(cwd: &Path) -> Result<String, AdapterError> {
-    let s: String = cwd.to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+    let s: String = cwd
+        .to_string_lossy()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
     if s.chars().count() > 200 {
         return Err(AdapterError::Unsupported(format!(
             "workspace path {} gives a Claude project folder name over 200 characters (Claude hashes those; not supported)",
@@ -99,7 +106,11 @@ impl Line {
         self.v.get("parentUuid").and_then(Value::as_str)
     }
     fn is_conversational(&self) -> bool {
-        self.uuid().is_some() && matches!(self.ty(), "user" | "assistant" | "attachment" | "system" | "progress")
+        self.uuid().is_some()
+            && matches!(
+                self.ty(),
+                "user" | "assistant" | "attachment" | "system" | "progress"
+            )
     }
     /// `tool_use_id`s of the tool_result blocks of a user record.
     fn result_ids(&self) -> Vec<String> {
@@ -109,7 +120,11 @@ impl Line {
         content_blocks(&self.v)
             .iter()
             .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
-            .filter_map(|b| b.get("tool_use_id").and_then(Value::as_str).map(String::from))
+            .filter_map(|b| {
+                b.get("tool_use_id")
+                    .and_then(Value::as_str)
+                    .map(String::from)
+            })
             .collect()
     }
 }
@@ -126,7 +141,10 @@ fn terr(path: &Path, line: usize, field: &str, msg: impl Into<String>) -> Adapte
 }
 
 fn io_err(path: &Path, source: std::io::Error) -> AdapterError {
-    AdapterError::Io { path: path.to_path_buf(), source }
+    AdapterError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 fn read_lines(path: &Path) -> Result<Vec<Line>, AdapterError> {
@@ -136,11 +154,16 @@ fn read_lines(path: &Path) -> Result<Vec<Line>, AdapterError> {
         if raw.trim().is_empty() {
             continue;
         }
-        let v: Value = serde_json::from_str(raw).map_err(|e| terr(path, idx + 1, "line", format!("not JSON: {e}")))?;
+        let v: Value = serde_json::from_str(raw)
+            .map_err(|e| terr(path, idx + 1, "line", format!("not JSON: {e}")))?;
         if !v.is_object() {
             return Err(terr(path, idx + 1, "line", "not a JSON object"));
         }
-        out.push(Line { idx, raw: raw.to_string(), v });
+        out.push(Line {
+            idx,
+            raw: raw.to_string(),
+            v,
+        });
     }
     Ok(out)
 }
@@ -158,7 +181,12 @@ struct Cut {
     boundary: usize,
 }
 
-fn compute_cut(path: &Path, lines: &[Line], kept_calls: &BTreeSet<String>, boundary_calls: &[String]) -> Result<Cut, AdapterError> {
+fn compute_cut(
+    path: &Path,
+    lines: &[Line],
+    kept_calls: &BTreeSet<String>,
+    boundary_calls: &[String],
+) -> Result<Cut, AdapterError> {
     // Result record of every kept call (first occurrence).
     let mut result_pos: HashMap<String, usize> = HashMap::new();
     for (pos, l) in lines.iter().enumerate() {
@@ -168,11 +196,21 @@ fn compute_cut(path: &Path, lines: &[Line], kept_calls: &BTreeSet<String>, bound
     }
     for id in kept_calls {
         if !result_pos.contains_key(id) {
-            return Err(terr(path, 0, "tool_result", format!("call {id} has no tool_result record; the boundary is not a complete batch")));
+            return Err(terr(
+                path,
+                0,
+                "tool_result",
+                format!(
+                    "call {id} has no tool_result record; the boundary is not a complete batch"
+                ),
+            ));
         }
     }
-    let boundary =
-        boundary_calls.iter().map(|id| result_pos[id]).max().ok_or_else(|| terr(path, 0, "batch", "the boundary batch has no calls"))?;
+    let boundary = boundary_calls
+        .iter()
+        .map(|id| result_pos[id])
+        .max()
+        .ok_or_else(|| terr(path, 0, "batch", "the boundary batch has no calls"))?;
 
     // uuid -> position, for records up to the boundary and the trailing attachments.
     let mut by_uuid: HashMap<&str, usize> = HashMap::new();
@@ -203,7 +241,12 @@ fn compute_cut(path: &Path, lines: &[Line], kept_calls: &BTreeSet<String>, bound
     let mut cur = Some(leaf);
     while let Some(pos) = cur {
         if !chain.insert(pos) {
-            return Err(terr(path, lines[pos].idx + 1, "parentUuid", "cycle in the parentUuid chain"));
+            return Err(terr(
+                path,
+                lines[pos].idx + 1,
+                "parentUuid",
+                "cycle in the parentUuid chain",
+            ));
         }
         cur = match lines[pos].v.get("parentUuid") {
             None | Some(Value::Null) => None,
@@ -230,7 +273,9 @@ fn compute_cut(path: &Path, lines: &[Line], kept_calls: &BTreeSet<String>, bound
         if ids.is_empty() || chain.contains(&pos) {
             continue;
         }
-        if l.parent().is_some_and(|p| chain_uuids.contains(p)) && ids.iter().all(|id| kept_calls.contains(id)) {
+        if l.parent().is_some_and(|p| chain_uuids.contains(p))
+            && ids.iter().all(|id| kept_calls.contains(id))
+        {
             conversational.insert(pos);
         }
     }
@@ -240,14 +285,17 @@ fn compute_cut(path: &Path, lines: &[Line], kept_calls: &BTreeSet<String>, bound
                 path,
                 lines[result_pos[id]].idx + 1,
                 "parentUuid",
-                format!("the tool_result of {id} is not on the active chain ending at the boundary"),
+                format!(
+                    "the tool_result of {id} is not on the active chain ending at the boundary"
+                ),
             ));
         }
     }
     for &pos in &conversational {
         let l = &lines[pos];
         if l.v.get("isCompactSummary").and_then(Value::as_bool) == Some(true)
-            || (l.ty() == "system" && l.v.get("subtype").and_then(Value::as_str) == Some("compact_boundary"))
+            || (l.ty() == "system"
+                && l.v.get("subtype").and_then(Value::as_str) == Some("compact_boundary"))
         {
             return Err(AdapterError::Unsupported(format!(
                 "line {}: compacted sessions are not supported by the Claude Code rebuild",
@@ -255,12 +303,20 @@ fn compute_cut(path: &Path, lines: &[Line], kept_calls: &BTreeSet<String>, bound
             )));
         }
         if l.v.get("isSidechain").and_then(Value::as_bool) == Some(true) {
-            return Err(terr(path, l.idx + 1, "isSidechain", "a sidechain record is on the main chain"));
+            return Err(terr(
+                path,
+                l.idx + 1,
+                "isSidechain",
+                "a sidechain record is on the main chain",
+            ));
         }
     }
 
     // Metadata before the cut.
-    let kept_uuids: HashSet<&str> = conversational.iter().filter_map(|&p| lines[p].uuid()).collect();
+    let kept_uuids: HashSet<&str> = conversational
+        .iter()
+        .filter_map(|&p| lines[p].uuid())
+        .collect();
     let mut kept = Vec::new();
     for (pos, l) in lines.iter().enumerate().take(leaf + 1) {
         if conversational.contains(&pos) {
@@ -273,7 +329,11 @@ fn compute_cut(path: &Path, lines: &[Line], kept_calls: &BTreeSet<String>, bound
         if l.uuid().is_some() {
             continue; // unknown record type with a uuid: not ours to keep
         }
-        let refers_kept = |key: &str| l.v.get(key).and_then(Value::as_str).is_some_and(|u| kept_uuids.contains(u));
+        let refers_kept = |key: &str| {
+            l.v.get(key)
+                .and_then(Value::as_str)
+                .is_some_and(|u| kept_uuids.contains(u))
+        };
         let keep = match l.ty() {
             "last-prompt" | "summary" => refers_kept("leafUuid"),
             "file-history-snapshot" => l.v.get("messageId").is_none() || refers_kept("messageId"),
@@ -288,7 +348,12 @@ fn compute_cut(path: &Path, lines: &[Line], kept_calls: &BTreeSet<String>, bound
             kept.push(pos);
         }
     }
-    Ok(Cut { kept, conversational: conversational.into_iter().collect(), leaf, boundary })
+    Ok(Cut {
+        kept,
+        conversational: conversational.into_iter().collect(),
+        leaf,
+        boundary,
+    })
 }
 
 /// The new content of a tool_result block for an observation.
@@ -302,7 +367,10 @@ fn observation_content(obs: &Observation) -> Value {
 /// Splice `obs` into a tool_result block; returns whether it changed.
 fn splice_block(block: &mut Map<String, Value>, obs: &Observation) -> bool {
     let new_content = observation_content(obs);
-    let old_err = block.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+    let old_err = block
+        .get("is_error")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     if block.get("content") == Some(&new_content) && old_err == obs.is_error {
         return false;
     }
@@ -335,7 +403,10 @@ pub fn render_messages(records: &[&Value]) -> Vec<Value> {
         let ty = r.get("type").and_then(Value::as_str).unwrap_or("");
         match ty {
             "assistant" => {
-                let id = r.pointer("/message/id").and_then(Value::as_str).map(String::from);
+                let id = r
+                    .pointer("/message/id")
+                    .and_then(Value::as_str)
+                    .map(String::from);
                 let mut blocks: Vec<Value> = Vec::new();
                 let mut j = i;
                 while j < records.len() {
@@ -344,7 +415,10 @@ pub fn render_messages(records: &[&Value]) -> Vec<Value> {
                     if tyj != "assistant" {
                         break;
                     }
-                    let idj = rj.pointer("/message/id").and_then(Value::as_str).map(String::from);
+                    let idj = rj
+                        .pointer("/message/id")
+                        .and_then(Value::as_str)
+                        .map(String::from);
                     if j > i && (idj != id || id.is_none()) {
                         break;
                     }
@@ -352,21 +426,33 @@ pub fn render_messages(records: &[&Value]) -> Vec<Value> {
                     j += 1;
                 }
                 i = j;
-                let meaningful = blocks.iter().any(|b| match b.get("type").and_then(Value::as_str) {
-                    Some("thinking") | Some("redacted_thinking") => false,
-                    Some("text") => b.get("text").and_then(Value::as_str).is_some_and(|t| !t.trim().is_empty()),
-                    _ => true,
-                });
+                let meaningful =
+                    blocks
+                        .iter()
+                        .any(|b| match b.get("type").and_then(Value::as_str) {
+                            Some("thinking") | Some("redacted_thinking") => false,
+                            Some("text") => b
+                                .get("text")
+                                .and_then(Value::as_str)
+                                .is_some_and(|t| !t.trim().is_empty()),
+                            _ => true,
+                        });
                 if meaningful {
                     out.push(json!({"role": "assistant", "content": blocks}));
                 }
             }
             "user" | "attachment" => {
                 // The anchor user record (if any) and the attachments that follow it.
-                let (anchor, mut j) = if ty == "user" { (Some(r), i + 1) } else { (None, i) };
+                let (anchor, mut j) = if ty == "user" {
+                    (Some(r), i + 1)
+                } else {
+                    (None, i)
+                };
                 let mut user_atts: Vec<Value> = Vec::new();
                 let mut system_texts: Vec<String> = Vec::new();
-                while j < records.len() && records[j].get("type").and_then(Value::as_str) == Some("attachment") {
+                while j < records.len()
+                    && records[j].get("type").and_then(Value::as_str) == Some("attachment")
+                {
                     let a = records[j];
                     let rendered: Vec<String> = a
                         .get("rendered")
@@ -376,8 +462,14 @@ pub fn render_messages(records: &[&Value]) -> Vec<Value> {
                         .filter_map(|x| x.get("content").and_then(Value::as_str).map(String::from))
                         .collect();
                     match a.get("renderedRole").and_then(Value::as_str) {
-                        Some("system") => system_texts.extend(rendered.iter().map(|s| strip_reminder(s))),
-                        Some("user") => user_atts.extend(rendered.iter().map(|s| json!({"type": "text", "text": format!("{s}\n")}))),
+                        Some("system") => {
+                            system_texts.extend(rendered.iter().map(|s| strip_reminder(s)))
+                        }
+                        Some("user") => user_atts.extend(
+                            rendered
+                                .iter()
+                                .map(|s| json!({"type": "text", "text": format!("{s}\n")})),
+                        ),
                         _ => {}
                     }
                     j += 1;
@@ -390,7 +482,9 @@ pub fn render_messages(records: &[&Value]) -> Vec<Value> {
                         Some(Value::Array(a)) => a.clone(),
                         _ => Vec::new(),
                     };
-                    let is_results = own.iter().any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"));
+                    let is_results = own
+                        .iter()
+                        .any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"));
                     if is_results {
                         content.extend(own);
                         content.extend(user_atts);
@@ -411,7 +505,9 @@ pub fn render_messages(records: &[&Value]) -> Vec<Value> {
             _ => i += 1, // system records, progress: not model-visible
         }
     }
-    out.into_iter().map(|m| canonical_anthropic_message(&m)).collect()
+    out.into_iter()
+        .map(|m| canonical_anthropic_message(&m))
+        .collect()
 }
 
 fn push_user(out: &mut Vec<Value>, content: Vec<Value>) {
@@ -427,7 +523,10 @@ fn push_user(out: &mut Vec<Value>, content: Vec<Value>) {
 }
 
 fn strip_reminder(s: &str) -> String {
-    s.strip_prefix("<system-reminder>\n").and_then(|t| t.strip_suffix("\n</system-reminder>")).unwrap_or(s).to_string()
+    s.strip_prefix("<system-reminder>\n")
+        .and_then(|t| t.strip_suffix("\n</system-reminder>"))
+        .unwrap_or(s)
+        .to_string()
 }
 
 /// The message hashes of the model request Claude recorded right after `after_pos` (its
@@ -450,7 +549,12 @@ fn recorded_request_hashes(lines: &[Line], after_pos: usize) -> Option<Vec<Strin
         if list.len() != keep {
             return None;
         }
-        list.extend(l.v.get("tail")?.as_array()?.iter().filter_map(|h| h.as_str().map(String::from)));
+        list.extend(
+            l.v.get("tail")?
+                .as_array()?
+                .iter()
+                .filter_map(|h| h.as_str().map(String::from)),
+        );
         if pos > after_pos {
             return Some(list);
         }
@@ -475,14 +579,19 @@ fn recorded_blobs(lines: &[Line]) -> HashMap<String, Value> {
 }
 
 pub(crate) fn role_content_key(m: &Value) -> String {
-    crate::bridge::canonical::to_canonical_string(&json!({"role": m.get("role"), "content": m.get("content")}))
+    crate::bridge::canonical::to_canonical_string(
+        &json!({"role": m.get("role"), "content": m.get("content")}),
+    )
 }
 
 /// Claude sends some harness turns with extra per-turn keys (the context `system` turn
 /// carries `output_config: {effort}`) that the transcript does not hold; the session's
 /// `api-request-blob` records do. A rendered message whose role and content equal a recorded
 /// blob's takes the blob's exact form.
-pub(crate) fn with_recorded_extras(messages: Vec<Value>, blobs: &HashMap<String, Value>) -> Vec<Value> {
+pub(crate) fn with_recorded_extras(
+    messages: Vec<Value>,
+    blobs: &HashMap<String, Value>,
+) -> Vec<Value> {
     messages
         .into_iter()
         .map(|m| match blobs.get(&role_content_key(&m)) {
@@ -503,14 +612,24 @@ fn parse_ts(s: &str) -> Option<std::time::SystemTime> {
 }
 
 /// Set the mtimes for Claude's read-file state (see the module docs). Returns the files set.
-fn set_read_state_mtimes(records: &[&Value], original_cwd: Option<&Path>, workspace: &Path) -> Vec<(PathBuf, std::time::SystemTime)> {
+fn set_read_state_mtimes(
+    records: &[&Value],
+    original_cwd: Option<&Path>,
+    workspace: &Path,
+) -> Vec<(PathBuf, std::time::SystemTime)> {
     let mut last: BTreeMap<PathBuf, std::time::SystemTime> = BTreeMap::new();
     let ws = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
     for r in records {
         if r.get("type").and_then(Value::as_str) != Some("assistant") {
             continue;
         }
-        let Some(ts) = r.get("timestamp").and_then(Value::as_str).and_then(parse_ts) else { continue };
+        let Some(ts) = r
+            .get("timestamp")
+            .and_then(Value::as_str)
+            .and_then(parse_ts)
+        else {
+            continue;
+        };
         for b in content_blocks(r) {
             if b.get("type").and_then(Value::as_str) != Some("tool_use") {
                 continue;
@@ -521,7 +640,9 @@ fn set_read_state_mtimes(records: &[&Value], original_cwd: Option<&Path>, worksp
                 "NotebookEdit" => "notebook_path",
                 _ => continue,
             };
-            let Some(p) = b.pointer(&format!("/input/{key}")).and_then(Value::as_str) else { continue };
+            let Some(p) = b.pointer(&format!("/input/{key}")).and_then(Value::as_str) else {
+                continue;
+            };
             let p = Path::new(p);
             let rebased = if p.is_relative() {
                 ws.join(p)
@@ -535,7 +656,9 @@ fn set_read_state_mtimes(records: &[&Value], original_cwd: Option<&Path>, worksp
     }
     let mut set = Vec::new();
     for (p, ts) in last {
-        let Ok(real) = std::fs::canonicalize(&p) else { continue };
+        let Ok(real) = std::fs::canonicalize(&p) else {
+            continue;
+        };
         if !real.starts_with(&ws) || !real.is_file() {
             continue;
         }
@@ -573,17 +696,42 @@ pub fn rebuild_lines(
     observations: &BTreeMap<String, Observation>,
 ) -> Result<RebuiltLines, AdapterError> {
     if after_step == 0 || after_step > plan.batches.len() {
-        return Err(terr(source, 0, "after_step", format!("boundary {after_step} outside 1..={}", plan.batches.len())));
+        return Err(terr(
+            source,
+            0,
+            "after_step",
+            format!("boundary {after_step} outside 1..={}", plan.batches.len()),
+        ));
     }
     if after_step > plan.max_boundary() {
-        return Err(terr(source, 0, "after_step", format!("batch {after_step} is incomplete (max boundary {})", plan.max_boundary())));
+        return Err(terr(
+            source,
+            0,
+            "after_step",
+            format!(
+                "batch {after_step} is incomplete (max boundary {})",
+                plan.max_boundary()
+            ),
+        ));
     }
     let lines = read_lines(source)?;
-    let kept_calls: BTreeSet<String> = plan.batches[..after_step].iter().flat_map(|b| b.calls.iter().map(|c| c.call_id.clone())).collect();
-    let boundary_calls: Vec<String> = plan.batches[after_step - 1].calls.iter().map(|c| c.call_id.clone()).collect();
+    let kept_calls: BTreeSet<String> = plan.batches[..after_step]
+        .iter()
+        .flat_map(|b| b.calls.iter().map(|c| c.call_id.clone()))
+        .collect();
+    let boundary_calls: Vec<String> = plan.batches[after_step - 1]
+        .calls
+        .iter()
+        .map(|c| c.call_id.clone())
+        .collect();
     for id in &kept_calls {
         if !observations.contains_key(id) {
-            return Err(terr(source, 0, "observations", format!("no observation for call {id}")));
+            return Err(terr(
+                source,
+                0,
+                "observations",
+                format!("no observation for call {id}"),
+            ));
         }
     }
     let cut = compute_cut(source, &lines, &kept_calls, &boundary_calls)?;
@@ -596,14 +744,24 @@ pub fn rebuild_lines(
                 None => session_id = Some(s.to_string()),
                 Some(x) if x == s => {}
                 Some(x) => {
-                    return Err(terr(source, lines[pos].idx + 1, "sessionId", format!("{s} differs from the session id {x}")));
+                    return Err(terr(
+                        source,
+                        lines[pos].idx + 1,
+                        "sessionId",
+                        format!("{s} differs from the session id {x}"),
+                    ));
                 }
             }
         }
     }
     let session_id = session_id.ok_or_else(|| terr(source, 0, "sessionId", "no session id"))?;
     if uuid::Uuid::parse_str(&session_id).is_err() {
-        return Err(terr(source, 0, "sessionId", format!("{session_id} is not a UUID")));
+        return Err(terr(
+            source,
+            0,
+            "sessionId",
+            format!("{session_id} is not a UUID"),
+        ));
     }
 
     // Splice the observations.
@@ -619,11 +777,17 @@ pub fn rebuild_lines(
         let mut changed = false;
         if let Some(Value::Array(blocks)) = v.pointer_mut("/message/content") {
             for b in blocks.iter_mut() {
-                let Some(obj) = b.as_object_mut() else { continue };
+                let Some(obj) = b.as_object_mut() else {
+                    continue;
+                };
                 if obj.get("type").and_then(Value::as_str) != Some("tool_result") {
                     continue;
                 }
-                let id = obj.get("tool_use_id").and_then(Value::as_str).unwrap_or("").to_string();
+                let id = obj
+                    .get("tool_use_id")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
                 if let Some(obs) = observations.get(&id) {
                     if splice_block(obj, obs) {
                         changed = true;
@@ -660,20 +824,36 @@ pub fn rebuild_lines(
     }
 
     let originals: Vec<&Value> = cut.conversational.iter().map(|&p| &lines[p].v).collect();
-    let spliced: Vec<Value> = cut.conversational.iter().map(|&p| new_values.get(&p).unwrap_or(&lines[p].v).clone()).collect();
+    let spliced: Vec<Value> = cut
+        .conversational
+        .iter()
+        .map(|&p| new_values.get(&p).unwrap_or(&lines[p].v).clone())
+        .collect();
     let blobs = recorded_blobs(&lines);
     let original_prefix = with_recorded_extras(render_messages(&originals), &blobs);
     let prefix = with_recorded_extras(render_messages(&spliced.iter().collect::<Vec<_>>()), &blobs);
-    let last_role = prefix.last().and_then(|m| m.get("role")).and_then(Value::as_str);
+    let last_role = prefix
+        .last()
+        .and_then(|m| m.get("role"))
+        .and_then(Value::as_str);
     if !matches!(last_role, Some("user") | Some("system")) {
-        return Err(terr(source, lines[cut.boundary].idx + 1, "prefix", "the rendered prefix does not end with the tool results"));
+        return Err(terr(
+            source,
+            lines[cut.boundary].idx + 1,
+            "prefix",
+            "the rendered prefix does not end with the tool results",
+        ));
     }
 
     // Self-check against the request Claude itself recorded after the boundary.
     if let Some(hashes) = recorded_request_hashes(&lines, cut.leaf) {
         let mine: Vec<String> = original_prefix.iter().map(claude_message_sha256).collect();
         if mine != hashes {
-            let i = mine.iter().zip(&hashes).position(|(a, b)| a != b).unwrap_or(mine.len().min(hashes.len()));
+            let i = mine
+                .iter()
+                .zip(&hashes)
+                .position(|(a, b)| a != b)
+                .unwrap_or(mine.len().min(hashes.len()));
             return Err(AdapterError::Unsupported(format!(
                 "the prefix rendered from the session differs from the request Claude recorded after batch {after_step} \
                  (first difference at message {i}; {} rendered vs {} recorded messages)",
@@ -682,7 +862,15 @@ pub fn rebuild_lines(
             )));
         }
     }
-    Ok(RebuiltLines { session_id, text, records, prefix, original_prefix, replaced, kept_records: spliced })
+    Ok(RebuiltLines {
+        session_id,
+        text,
+        records,
+        prefix,
+        original_prefix,
+        replaced,
+        kept_records: spliced,
+    })
 }
 
 /// Rebuild the session for `req` (see the module docs): writes the session into the isolated
@@ -712,11 +900,12 @@ fn rebuild_with(req: &RebuildRequest, write_native: bool) -> Result<RebuiltSessi
     }
     write_file(req.artifact_path, rebuilt.text.as_bytes())?;
     if write_native {
-        let original_cwd = req
-            .plan
-            .original_cwd
-            .clone()
-            .or_else(|| rebuilt.kept_records.iter().find_map(|r| r.get("cwd").and_then(Value::as_str).map(PathBuf::from)));
+        let original_cwd = req.plan.original_cwd.clone().or_else(|| {
+            rebuilt
+                .kept_records
+                .iter()
+                .find_map(|r| r.get("cwd").and_then(Value::as_str).map(PathBuf::from))
+        });
         let refs: Vec<&Value> = rebuilt.kept_records.iter().collect();
         set_read_state_mtimes(&refs, original_cwd.as_deref(), &cwd);
     }
@@ -735,7 +924,13 @@ pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), AdapterError> 
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    let mut f = std::fs::OpenOptions::new().create(true).truncate(true).write(true).mode(0o600).open(&tmp).map_err(|e| io_err(&tmp, e))?;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(|e| io_err(&tmp, e))?;
     f.write_all(bytes).map_err(|e| io_err(&tmp, e))?;
     f.sync_all().map_err(|e| io_err(&tmp, e))?;
     std::fs::rename(&tmp, path).map_err(|e| io_err(path, e))
@@ -745,7 +940,10 @@ pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), AdapterError> 
 /// `metadata.user_id.device_id` matches the original run (optional).
 pub fn write_user_id(home: &ClaudeHome, user_id: &str) -> Result<(), AdapterError> {
     let v = json!({"userID": user_id});
-    for p in [home.config_dir.join(".claude.json"), home.home.join(".claude.json")] {
+    for p in [
+        home.config_dir.join(".claude.json"),
+        home.home.join(".claude.json"),
+    ] {
         if let Some(d) = p.parent() {
             std::fs::create_dir_all(d).map_err(|e| io_err(d, e))?;
         }

@@ -19,23 +19,34 @@ pub struct Codex {
 fn action_of(parsed: &parse::ParsedRollout, reply: &[usize]) -> Action {
     let mut a = Action::default();
     for &i in reply {
-        let Some(it) = parsed.lines[i].response_item(parsed.era) else { continue };
+        let Some(it) = parsed.lines[i].response_item(parsed.era) else {
+            continue;
+        };
         match it.get("type").and_then(Value::as_str) {
             Some("message") => {
                 for c in it["content"].as_array().into_iter().flatten() {
-                    a.text.push_str(c.get("text").and_then(Value::as_str).unwrap_or(""));
+                    a.text
+                        .push_str(c.get("text").and_then(Value::as_str).unwrap_or(""));
                 }
             }
             Some("reasoning") => {
                 for c in it["summary"].as_array().into_iter().flatten() {
-                    a.reasoning.push_str(c.get("text").and_then(Value::as_str).unwrap_or(""));
+                    a.reasoning
+                        .push_str(c.get("text").and_then(Value::as_str).unwrap_or(""));
                 }
             }
             Some("function_call") => {
-                let args = it["arguments"].as_str().and_then(|s| serde_json::from_str(s).ok()).unwrap_or(Value::Null);
-                a.tools.push((it["name"].as_str().unwrap_or("").to_string(), args));
+                let args = it["arguments"]
+                    .as_str()
+                    .and_then(|s| serde_json::from_str(s).ok())
+                    .unwrap_or(Value::Null);
+                a.tools
+                    .push((it["name"].as_str().unwrap_or("").to_string(), args));
             }
-            Some("custom_tool_call") => a.tools.push((it["name"].as_str().unwrap_or("").to_string(), it["input"].clone())),
+            Some("custom_tool_call") => a.tools.push((
+                it["name"].as_str().unwrap_or("").to_string(),
+                it["input"].clone(),
+            )),
             Some("local_shell_call") => a.tools.push(("local_shell".into(), it["action"].clone())),
             _ => {}
         }
@@ -75,11 +86,21 @@ impl Adapter for Codex {
         rebuild::rebuild(req)
     }
 
-    fn begin_replay(&self, _plan: &Plan, _ctx: &ExecContext, completed: &[(ToolCall, Observation)]) -> Result<(), AdapterError> {
+    fn begin_replay(
+        &self,
+        _plan: &Plan,
+        _ctx: &ExecContext,
+        completed: &[(ToolCall, Observation)],
+    ) -> Result<(), AdapterError> {
         // A unified exec session still running at a crash cannot be re-attached: refuse
         // resumption when a completed call left one open that a later call uses.
         for (call, obs) in completed {
-            if call.tool == "exec_command" && obs.text.lines().any(|l| l.starts_with("Process running with session ID ")) {
+            if call.tool == "exec_command"
+                && obs
+                    .text
+                    .lines()
+                    .any(|l| l.starts_with("Process running with session ID "))
+            {
                 return Err(AdapterError::Unsupported(format!(
                     "call {} left a unified exec session running before the crash; it cannot be re-attached",
                     call.call_id
@@ -89,8 +110,17 @@ impl Adapter for Codex {
         Ok(())
     }
 
-    fn continuation(&self, req: &ContinueRequest) -> Result<Box<dyn crate::continuation::ContinuationAgent>, AdapterError> {
-        let mut c = super::continuation::CodexContinuation::new(req.entrypoint, req.rebuilt, req.workspace, req.state_dir, req.continued_artifact)?;
+    fn continuation(
+        &self,
+        req: &ContinueRequest,
+    ) -> Result<Box<dyn crate::continuation::ContinuationAgent>, AdapterError> {
+        let mut c = super::continuation::CodexContinuation::new(
+            req.entrypoint,
+            req.rebuilt,
+            req.workspace,
+            req.state_dir,
+            req.continued_artifact,
+        )?;
         c.model = req.model.clone();
         if let Ok(p) = std::env::var("PATH") {
             c.path_env = p;
@@ -98,12 +128,23 @@ impl Adapter for Codex {
         Ok(Box::new(c))
     }
 
-    fn next_actions(&self, source: &Path, after_step: usize, continued: Option<&Path>) -> (Option<Action>, Option<Action>) {
-        let Ok(p) = parse::parse_file(source) else { return (None, None) };
-        let Some(b) = p.plan().batches.get(after_step.wrapping_sub(1)) else { return (None, None) };
+    fn next_actions(
+        &self,
+        source: &Path,
+        after_step: usize,
+        continued: Option<&Path>,
+    ) -> (Option<Action>, Option<Action>) {
+        let Ok(p) = parse::parse_file(source) else {
+            return (None, None);
+        };
+        let Some(b) = p.plan().batches.get(after_step.wrapping_sub(1)) else {
+            return (None, None);
+        };
         let n = b.model_turn; // the next reply is replies[n] (0-based)
         let orig = p.replies.get(n).map(|r| action_of(&p, r));
-        let cont = continued.and_then(|c| parse::parse_file(c).ok()).and_then(|c| c.replies.get(n).map(|r| action_of(&c, r)));
+        let cont = continued
+            .and_then(|c| parse::parse_file(c).ok())
+            .and_then(|c| c.replies.get(n).map(|r| action_of(&c, r)));
         (orig, cont)
     }
 }

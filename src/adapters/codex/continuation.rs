@@ -16,7 +16,9 @@ use super::rebuild::{codex_home, config_toml, model_of, API_KEY_ENV};
 use crate::adapter::{AdapterError, RebuiltSession};
 use crate::bridge::transport::{is_codex_skills_item, CODEX_SKILLS_PREFIX};
 use crate::bridge::{AgentProtocol, BridgeStats, TransportRule};
-use crate::continuation::{AgentCommand, AgentVerdict, ContinuationAgent, ContinuedSession, ExitInfo, StdinMode};
+use crate::continuation::{
+    AgentCommand, AgentVerdict, ContinuationAgent, ContinuedSession, ExitInfo, StdinMode,
+};
 use journal_format::event::AgentStatus;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -35,16 +37,30 @@ pub struct CodexContinuation {
     rebuilt: Vec<u8>,
     /// The timezone of the recorded run (`TZ` of the continuation).
     timezone: Option<String>,
+    /// Stored snapshots set to the live values (journaled).
+    neutralized: Vec<journal_format::event::Neutralized>,
     thread_id: Option<String>,
     turn_completed: bool,
     turn_failed: Option<String>,
 }
 
 impl CodexContinuation {
-    pub fn new(entrypoint: &Path, session: &RebuiltSession, workspace: &Path, state_dir: &Path, continued_artifact: &Path) -> Result<Self, AdapterError> {
-        let timezone = pin_environment_date(&session.native_path)?;
-        let rebuilt = std::fs::read(&session.native_path).map_err(|source| AdapterError::Io { path: session.native_path.clone(), source })?;
-        let nonce = format!("pvisor-codex-resume-{}", &crate::bridge::random_key()[4..36]);
+    pub fn new(
+        entrypoint: &Path,
+        session: &RebuiltSession,
+        workspace: &Path,
+        state_dir: &Path,
+        continued_artifact: &Path,
+    ) -> Result<Self, AdapterError> {
+        let (timezone, neutralized) = pin_environment_date(&session.native_path)?;
+        let rebuilt = std::fs::read(&session.native_path).map_err(|source| AdapterError::Io {
+            path: session.native_path.clone(),
+            source,
+        })?;
+        let nonce = format!(
+            "pvisor-codex-resume-{}",
+            &crate::bridge::random_key()[4..36]
+        );
         Ok(CodexContinuation {
             entrypoint: entrypoint.to_path_buf(),
             workspace: workspace.to_path_buf(),
@@ -57,6 +73,7 @@ impl CodexContinuation {
             path_env: "/usr/local/bin:/usr/bin:/bin".into(),
             rebuilt,
             timezone,
+            neutralized,
             thread_id: None,
             turn_completed: false,
             turn_failed: None,
@@ -73,8 +90,15 @@ impl CodexContinuation {
                 let p = e.path();
                 if p.is_dir() {
                     stack.push(p);
-                } else if p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("rollout-") && n.ends_with(&suffix)) {
-                    let t = e.metadata().and_then(|m| m.modified()).unwrap_or(std::time::UNIX_EPOCH);
+                } else if p
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("rollout-") && n.ends_with(&suffix))
+                {
+                    let t = e
+                        .metadata()
+                        .and_then(|m| m.modified())
+                        .unwrap_or(std::time::UNIX_EPOCH);
                     if best.as_ref().is_none_or(|(bt, _)| t > *bt) {
                         best = Some((t, p));
                     }
@@ -92,15 +116,23 @@ fn is_transport_line(v: &Value, nonce: &str) -> Option<&'static str> {
     let p = &v["payload"];
     match ty {
         "response_item" => {
-            if p.get("type").and_then(Value::as_str) == Some("message") && p.get("role").and_then(Value::as_str) == Some("user") {
+            if p.get("type").and_then(Value::as_str) == Some("message")
+                && p.get("role").and_then(Value::as_str) == Some("user")
+            {
                 let c = p["content"].as_array();
-                if c.is_some_and(|a| a.len() == 1 && a[0].get("text").and_then(Value::as_str) == Some(nonce)) {
+                if c.is_some_and(|a| {
+                    a.len() == 1 && a[0].get("text").and_then(Value::as_str) == Some(nonce)
+                }) {
                     return Some("codex:resume_prompt");
                 }
             }
             is_codex_skills_item(p).then_some("codex:skills_instructions")
         }
-        "world_state" if p.to_string().contains(CODEX_SKILLS_PREFIX) || p.get("host_skills").is_some() || p.pointer("/state/host_skills").is_some() => {
+        "world_state"
+            if p.to_string().contains(CODEX_SKILLS_PREFIX)
+                || p.get("host_skills").is_some()
+                || p.pointer("/state/host_skills").is_some() =>
+        {
             Some("codex:world_state")
         }
         "event_msg" if p.to_string().contains(nonce) => Some("codex:event_msg"),
@@ -114,10 +146,17 @@ impl ContinuationAgent for CodexContinuation {
     }
 
     fn transport_rule(&self) -> TransportRule {
-        TransportRule::CodexResume { text: self.nonce.clone() }
+        TransportRule::CodexResume {
+            text: self.nonce.clone(),
+        }
     }
 
-    fn command(&mut self, bridge_url: &str, bridge_key: &str, _budget: Option<u64>) -> Result<AgentCommand, AdapterError> {
+    fn command(
+        &mut self,
+        bridge_url: &str,
+        bridge_key: &str,
+        _budget: Option<u64>,
+    ) -> Result<AgentCommand, AdapterError> {
         let parsed = super::parse::parse_file(&self.native_path)?;
         // Codex re-sends its <environment_context> when the cwd changed since the recorded
         // turn, so the first request could not end at O′N: refuse before starting.
@@ -126,7 +165,12 @@ impl ContinuationAgent for CodexContinuation {
             .iter()
             .rev()
             .find(|l| l.line_type() == "turn_context")
-            .and_then(|l| l.value["payload"].get("cwd").and_then(Value::as_str).map(PathBuf::from))
+            .and_then(|l| {
+                l.value["payload"]
+                    .get("cwd")
+                    .and_then(Value::as_str)
+                    .map(PathBuf::from)
+            })
             .or_else(|| parsed.cwd.clone());
         if let Some(c) = recorded_cwd {
             if c != self.workspace {
@@ -142,9 +186,21 @@ impl ContinuationAgent for CodexContinuation {
             None => model_of(&parsed, parsed.lines.len()).unwrap_or_else(|| "gpt-5.5".into()),
         };
         let cfg = self.codex_home.join("config.toml");
-        std::fs::write(&cfg, config_toml(&model, &format!("{bridge_url}/v1"))).map_err(|source| AdapterError::Io { path: cfg.clone(), source })?;
-        let home = self.codex_home.parent().unwrap_or(&self.codex_home).join("agent-home");
-        std::fs::create_dir_all(&home).map_err(|source| AdapterError::Io { path: home.clone(), source })?;
+        std::fs::write(&cfg, config_toml(&model, &format!("{bridge_url}/v1"))).map_err(
+            |source| AdapterError::Io {
+                path: cfg.clone(),
+                source,
+            },
+        )?;
+        let home = self
+            .codex_home
+            .parent()
+            .unwrap_or(&self.codex_home)
+            .join("agent-home");
+        std::fs::create_dir_all(&home).map_err(|source| AdapterError::Io {
+            path: home.clone(),
+            source,
+        })?;
         let args = [
             "exec",
             "resume",
@@ -167,18 +223,28 @@ impl ContinuationAgent for CodexContinuation {
                 (API_KEY_ENV.into(), bridge_key.into()),
             ]
             .into_iter()
-            .chain(self.timezone.iter().map(|tz| ("TZ".to_string(), tz.clone())))
+            .chain(
+                self.timezone
+                    .iter()
+                    .map(|tz| ("TZ".to_string(), tz.clone())),
+            )
             .collect(),
             cwd: self.workspace.clone(),
             stdin: StdinMode::Null,
+            neutralized: self.neutralized.clone(),
         })
     }
 
     fn observe_stdout(&mut self, line: &str) -> bool {
-        let Ok(v) = serde_json::from_str::<Value>(line) else { return false };
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            return false;
+        };
         match v.get("type").and_then(Value::as_str) {
             Some("thread.started") => {
-                self.thread_id = v.get("thread_id").and_then(Value::as_str).map(str::to_string);
+                self.thread_id = v
+                    .get("thread_id")
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
                 false
             }
             Some("turn.completed") => {
@@ -186,7 +252,12 @@ impl ContinuationAgent for CodexContinuation {
                 true
             }
             Some("turn.failed") | Some("error") => {
-                let m = v.pointer("/error/message").or_else(|| v.get("message")).and_then(Value::as_str).unwrap_or("").to_string();
+                let m = v
+                    .pointer("/error/message")
+                    .or_else(|| v.get("message"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
                 self.turn_failed.get_or_insert(m);
                 v["type"] == "turn.failed"
             }
@@ -195,7 +266,10 @@ impl ContinuationAgent for CodexContinuation {
     }
 
     fn verdict(&self, exit: &ExitInfo, bridge: &BridgeStats, _budget: Option<u64>) -> AgentVerdict {
-        let failed = |m: String| AgentVerdict { status: AgentStatus::Failed, message: Some(m) };
+        let failed = |m: String| AgentVerdict {
+            status: AgentStatus::Failed,
+            message: Some(m),
+        };
         if let Some(t) = &self.thread_id {
             if t != &self.session_id {
                 return failed(format!("codex resumed thread {t}, not {}", self.session_id));
@@ -205,20 +279,38 @@ impl ContinuationAgent for CodexContinuation {
             return failed(format!("codex reported a failed turn: {m}"));
         }
         if !self.turn_completed {
-            return failed(format!("codex exited (code {:?}, signal {:?}) without turn.completed", exit.code, exit.signal));
+            return failed(format!(
+                "codex exited (code {:?}, signal {:?}) without turn.completed",
+                exit.code, exit.signal
+            ));
         }
         if exit.code != Some(0) {
-            return failed(format!("codex completed its turn but exited with {:?}", exit.code));
+            return failed(format!(
+                "codex completed its turn but exited with {:?}",
+                exit.code
+            ));
         }
         if bridge.steps == 0 {
             return failed("codex completed without any model reply through the bridge".into());
         }
-        AgentVerdict { status: AgentStatus::Completed, message: None }
+        AgentVerdict {
+            status: AgentStatus::Completed,
+            message: None,
+        }
     }
 
     fn finish(&mut self) -> Result<Option<ContinuedSession>, AdapterError> {
-        let path = self.rollout().ok_or_else(|| AdapterError::Continuation(format!("no rollout of session {} under {}", self.session_id, self.codex_home.display())))?;
-        let bytes = std::fs::read(&path).map_err(|source| AdapterError::Io { path: path.clone(), source })?;
+        let path = self.rollout().ok_or_else(|| {
+            AdapterError::Continuation(format!(
+                "no rollout of session {} under {}",
+                self.session_id,
+                self.codex_home.display()
+            ))
+        })?;
+        let bytes = std::fs::read(&path).map_err(|source| AdapterError::Io {
+            path: path.clone(),
+            source,
+        })?;
         if !bytes.starts_with(&self.rebuilt) {
             return Err(AdapterError::Continuation(format!("{} does not start with the rebuilt prefix: refusing a continuation that is not the same session", path.display())));
         }
@@ -239,17 +331,31 @@ impl ContinuationAgent for CodexContinuation {
             out.push('\n');
         }
         if !removed.iter().any(|r| r == "codex:resume_prompt") {
-            return Err(AdapterError::Continuation("the continued rollout has no resume prompt record: not the expected resume".into()));
+            return Err(AdapterError::Continuation(
+                "the continued rollout has no resume prompt record: not the expected resume".into(),
+            ));
         }
         let parsed = super::parse::parse_bytes(&path, out.as_bytes())?;
         if parsed.session_id != self.session_id {
-            return Err(AdapterError::Continuation(format!("the continued rollout is session {}, not {}", parsed.session_id, self.session_id)));
+            return Err(AdapterError::Continuation(format!(
+                "the continued rollout is session {}, not {}",
+                parsed.session_id, self.session_id
+            )));
         }
-        std::fs::write(&path, &out).map_err(|source| AdapterError::Io { path: path.clone(), source })?;
+        std::fs::write(&path, &out).map_err(|source| AdapterError::Io {
+            path: path.clone(),
+            source,
+        })?;
         if let Some(p) = self.continued_artifact.parent() {
-            std::fs::create_dir_all(p).map_err(|source| AdapterError::Io { path: p.to_path_buf(), source })?;
+            std::fs::create_dir_all(p).map_err(|source| AdapterError::Io {
+                path: p.to_path_buf(),
+                source,
+            })?;
         }
-        std::fs::write(&self.continued_artifact, &out).map_err(|source| AdapterError::Io { path: self.continued_artifact.clone(), source })?;
+        std::fs::write(&self.continued_artifact, &out).map_err(|source| AdapterError::Io {
+            path: self.continued_artifact.clone(),
+            source,
+        })?;
         Ok(Some(ContinuedSession {
             session_id: self.session_id.clone(),
             native_path: path,
@@ -267,14 +373,25 @@ impl ContinuationAgent for CodexContinuation {
 /// day than the recording: the stored `current_date` (never shown to the model: the
 /// model-visible environment message of the prefix is left as recorded) is set to the date
 /// Codex will compute, in the recorded timezone, which the continuation runs in (`TZ`).
-/// Returns that timezone. Done right before the agent starts (the rebuilt session and its
-/// journaled digest stay as rebuilt).
-pub fn pin_environment_date(rollout: &Path) -> Result<Option<String>, AdapterError> {
-    let text = std::fs::read_to_string(rollout).map_err(|source| AdapterError::Io { path: rollout.to_path_buf(), source })?;
+/// Returns that timezone and the dates changed. Done right before the agent starts (the
+/// rebuilt session and its journaled digest stay as rebuilt).
+pub fn pin_environment_date(
+    rollout: &Path,
+) -> Result<(Option<String>, Vec<journal_format::event::Neutralized>), AdapterError> {
+    let text = std::fs::read_to_string(rollout).map_err(|source| AdapterError::Io {
+        path: rollout.to_path_buf(),
+        source,
+    })?;
     fn fields(v: &mut Value) -> Vec<&mut Value> {
         let mut out = vec![];
-        let ty = v.get("type").and_then(Value::as_str).unwrap_or("").to_string();
-        let Some(p) = v.get_mut("payload") else { return out };
+        let ty = v
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let Some(p) = v.get_mut("payload") else {
+            return out;
+        };
         if ty == "turn_context" {
             out.push(p);
         } else if ty == "world_state" {
@@ -294,20 +411,43 @@ pub fn pin_environment_date(rollout: &Path) -> Result<Option<String>, AdapterErr
             }
         }
     }
-    let Some(zone) = tz.clone() else { return Ok(None) };
-    let out = std::process::Command::new("date").env("TZ", &zone).arg("+%F").output().map_err(|source| AdapterError::Io { path: "date".into(), source })?;
+    let Some(zone) = tz.clone() else {
+        return Ok((None, Vec::new()));
+    };
+    let out = std::process::Command::new("date")
+        .env("TZ", &zone)
+        .arg("+%F")
+        .output()
+        .map_err(|source| AdapterError::Io {
+            path: "date".into(),
+            source,
+        })?;
     let today = String::from_utf8_lossy(&out.stdout).trim().to_string();
     if today.len() != 10 {
-        return Err(AdapterError::Continuation(format!("cannot compute today's date in {zone}")));
+        return Err(AdapterError::Continuation(format!(
+            "cannot compute today's date in {zone}"
+        )));
     }
     let mut changed = false;
+    let mut neutralized: Vec<journal_format::event::Neutralized> = Vec::new();
     let mut new = String::with_capacity(text.len());
     for line in text.lines() {
         let mut kept = line.to_string();
         if let Ok(mut v) = serde_json::from_str::<Value>(line) {
             let mut touched = false;
             for f in fields(&mut v) {
-                if f.get("current_date").and_then(Value::as_str).is_some_and(|d| d != today) {
+                if let Some(d) = f
+                    .get("current_date")
+                    .and_then(Value::as_str)
+                    .filter(|d| *d != today)
+                {
+                    if !neutralized.iter().any(|n| n.recorded == d) {
+                        neutralized.push(journal_format::event::Neutralized {
+                            fact: "codex:current_date".into(),
+                            recorded: d.to_string(),
+                            live: today.clone(),
+                        });
+                    }
                     f["current_date"] = Value::String(today.clone());
                     touched = true;
                 }
@@ -321,7 +461,10 @@ pub fn pin_environment_date(rollout: &Path) -> Result<Option<String>, AdapterErr
         new.push('\n');
     }
     if changed {
-        std::fs::write(rollout, new).map_err(|source| AdapterError::Io { path: rollout.to_path_buf(), source })?;
+        std::fs::write(rollout, new).map_err(|source| AdapterError::Io {
+            path: rollout.to_path_buf(),
+            source,
+        })?;
     }
-    Ok(Some(zone))
+    Ok((Some(zone), neutralized))
 }

@@ -71,14 +71,20 @@ impl RolloutLine {
     /// The response item this line carries (wrapped `payload` or a bare item), if any.
     pub fn response_item(&self, era: Era) -> Option<&Value> {
         match era {
-            Era::Wrapped => (self.value.get("type").and_then(Value::as_str) == Some("response_item")).then(|| &self.value["payload"]),
+            Era::Wrapped => (self.value.get("type").and_then(Value::as_str)
+                == Some("response_item"))
+            .then(|| &self.value["payload"]),
             Era::Bare => {
                 if self.line == 1 || self.value.get("record_type").is_some() {
                     None
                 } else if self.value.get("type").and_then(Value::as_str) == Some("response_item") {
                     Some(&self.value["payload"])
                 } else {
-                    self.value.get("type").and_then(Value::as_str).filter(|t| is_response_item_type(t)).map(|_| &self.value)
+                    self.value
+                        .get("type")
+                        .and_then(Value::as_str)
+                        .filter(|t| is_response_item_type(t))
+                        .map(|_| &self.value)
                 }
             }
         }
@@ -116,7 +122,13 @@ fn is_response_item_type(t: &str) -> bool {
 fn is_reply_item(item: &Value) -> bool {
     match item.get("type").and_then(Value::as_str).unwrap_or("") {
         "message" => item.get("role").and_then(Value::as_str) == Some("assistant"),
-        "reasoning" | "function_call" | "custom_tool_call" | "local_shell_call" | "web_search_call" | "image_generation_call" | "tool_search_call" => true,
+        "reasoning"
+        | "function_call"
+        | "custom_tool_call"
+        | "local_shell_call"
+        | "web_search_call"
+        | "image_generation_call"
+        | "tool_search_call" => true,
         _ => false,
     }
 }
@@ -168,7 +180,11 @@ impl ParsedRollout {
 /// not a plain string.
 pub fn observation_of(output: &Value) -> Option<Observation> {
     match output {
-        Value::String(s) => Some(Observation { text: s.clone(), is_error: false, native: None }),
+        Value::String(s) => Some(Observation {
+            text: s.clone(),
+            is_error: false,
+            native: None,
+        }),
         Value::Array(items) => {
             let mut text = String::new();
             for it in items {
@@ -176,7 +192,11 @@ pub fn observation_of(output: &Value) -> Option<Observation> {
                     text.push_str(t);
                 }
             }
-            Some(Observation { text, is_error: false, native: Some(output.clone()) })
+            Some(Observation {
+                text,
+                is_error: false,
+                native: Some(output.clone()),
+            })
         }
         Value::Object(o) => {
             let inner = o.get("content").or_else(|| o.get("body"))?;
@@ -191,7 +211,9 @@ pub fn observation_of(output: &Value) -> Option<Observation> {
 
 /// Parse a rollout file.
 pub fn parse_file(path: &Path) -> Result<ParsedRollout, TrajectoryError> {
-    let bytes = std::fs::read(path).map_err(|e| TrajectoryError::new(path, 0, "file", format!("cannot read the rollout: {e}")))?;
+    let bytes = std::fs::read(path).map_err(|e| {
+        TrajectoryError::new(path, 0, "file", format!("cannot read the rollout: {e}"))
+    })?;
     parse_bytes(path, &bytes)
 }
 
@@ -199,7 +221,11 @@ pub fn parse_file(path: &Path) -> Result<ParsedRollout, TrajectoryError> {
 pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<ParsedRollout, TrajectoryError> {
     let err = |line: usize, field: &str, msg: String| TrajectoryError::new(path, line, field, msg);
     let text = std::str::from_utf8(bytes).map_err(|e| {
-        let line = bytes[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count() + 1;
+        let line = bytes[..e.valid_up_to()]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1;
         err(line, "line", "the rollout is not valid UTF-8".into())
     })?;
     let torn_tail = !text.is_empty() && !text.ends_with('\n');
@@ -212,8 +238,18 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<ParsedRollout, Trajector
             continue;
         }
         match serde_json::from_str::<Value>(raw) {
-            Ok(v @ Value::Object(_)) => lines.push(RolloutLine { line: i + 1, raw: raw.to_string(), value: v }),
-            Ok(_) => return Err(err(i + 1, "line", "a rollout line must be a JSON object".into())),
+            Ok(v @ Value::Object(_)) => lines.push(RolloutLine {
+                line: i + 1,
+                raw: raw.to_string(),
+                value: v,
+            }),
+            Ok(_) => {
+                return Err(err(
+                    i + 1,
+                    "line",
+                    "a rollout line must be a JSON object".into(),
+                ))
+            }
             // A torn final line (crash while writing) is ignored, as Codex does.
             Err(_) if torn_tail && i + 1 == n_raw => {}
             Err(e) => return Err(err(i + 1, "line", format!("invalid JSON: {e}"))),
@@ -225,12 +261,19 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<ParsedRollout, Trajector
 
     // Era and session meta.
     let first = &lines[0];
-    let wrapped = first.value.get("payload").is_some() && first.value.get("type").and_then(Value::as_str).is_some();
+    let wrapped = first.value.get("payload").is_some()
+        && first.value.get("type").and_then(Value::as_str).is_some();
     let era = if wrapped { Era::Wrapped } else { Era::Bare };
     let (meta_index, meta): (usize, &Value) = match era {
         Era::Wrapped => match lines.iter().position(|l| l.line_type() == "session_meta") {
             Some(i) => (i, &lines[i].value["payload"]),
-            None => return Err(err(first.line, "session_meta", "no session_meta line: the native session id is unknown".into())),
+            None => {
+                return Err(err(
+                    first.line,
+                    "session_meta",
+                    "no session_meta line: the native session id is unknown".into(),
+                ))
+            }
         },
         Era::Bare => {
             if first.value.get("type").is_some() || first.value.get("id").is_none() {
@@ -242,11 +285,26 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<ParsedRollout, Trajector
     let meta_line = lines[meta_index].line;
     let session_id = match meta.get("id") {
         Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
-        Some(_) => return Err(err(meta_line, "session_meta.payload.id", "the session id must be a non-empty string".into())),
-        None => return Err(err(meta_line, "session_meta.payload.id", "missing session id".into())),
+        Some(_) => {
+            return Err(err(
+                meta_line,
+                "session_meta.payload.id",
+                "the session id must be a non-empty string".into(),
+            ))
+        }
+        None => {
+            return Err(err(
+                meta_line,
+                "session_meta.payload.id",
+                "missing session id".into(),
+            ))
+        }
     };
     let cwd = meta.get("cwd").and_then(Value::as_str).map(PathBuf::from);
-    let cli_version = meta.get("cli_version").and_then(Value::as_str).map(str::to_string);
+    let cli_version = meta
+        .get("cli_version")
+        .and_then(Value::as_str)
+        .map(str::to_string);
 
     // Replies, calls, outputs.
     let mut calls: Vec<CallRecord> = Vec::new();
@@ -254,17 +312,31 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<ParsedRollout, Trajector
     let mut replies: Vec<Vec<usize>> = Vec::new();
     let mut in_reply = false;
     for (idx, l) in lines.iter().enumerate() {
-        if l.line_type() == "event_msg" && l.value["payload"].get("type").and_then(Value::as_str) == Some("token_count") {
+        if l.line_type() == "event_msg"
+            && l.value["payload"].get("type").and_then(Value::as_str) == Some("token_count")
+        {
             in_reply = false;
             continue;
         }
-        let Some(item) = l.response_item(era) else { continue };
+        let Some(item) = l.response_item(era) else {
+            continue;
+        };
         if !item.is_object() {
-            return Err(err(l.line, "payload", "a response item must be an object".into()));
+            return Err(err(
+                l.line,
+                "payload",
+                "a response item must be an object".into(),
+            ));
         }
         let ty = match item.get("type") {
             Some(Value::String(s)) => s.as_str(),
-            _ => return Err(err(l.line, "payload.type", "a response item needs a string `type`".into())),
+            _ => {
+                return Err(err(
+                    l.line,
+                    "payload.type",
+                    "a response item needs a string `type`".into(),
+                ))
+            }
         };
         if is_reply_item(item) {
             if !in_reply {
@@ -278,45 +350,123 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<ParsedRollout, Trajector
         let call_id = || -> Result<String, TrajectoryError> {
             match item.get("call_id").or_else(|| item.get("id")) {
                 Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
-                _ => Err(err(l.line, "payload.call_id", format!("a `{ty}` item needs a non-empty string call_id"))),
+                _ => Err(err(
+                    l.line,
+                    "payload.call_id",
+                    format!("a `{ty}` item needs a non-empty string call_id"),
+                )),
             }
         };
         let (kind, tool, input) = match ty {
             "function_call" => {
-                let name = item.get("name").and_then(Value::as_str).ok_or_else(|| err(l.line, "payload.name", "a function_call needs a string name".into()))?;
+                let name = item.get("name").and_then(Value::as_str).ok_or_else(|| {
+                    err(
+                        l.line,
+                        "payload.name",
+                        "a function_call needs a string name".into(),
+                    )
+                })?;
                 let args = match item.get("arguments") {
-                    Some(Value::String(s)) => serde_json::from_str::<Value>(s).unwrap_or_else(|_| Value::String(s.clone())),
+                    Some(Value::String(s)) => serde_json::from_str::<Value>(s)
+                        .unwrap_or_else(|_| Value::String(s.clone())),
                     Some(v @ Value::Object(_)) => v.clone(),
-                    _ => return Err(err(l.line, "payload.arguments", "a function_call needs `arguments` (a JSON string)".into())),
+                    _ => {
+                        return Err(err(
+                            l.line,
+                            "payload.arguments",
+                            "a function_call needs `arguments` (a JSON string)".into(),
+                        ))
+                    }
                 };
                 (CallKind::Function, name.to_string(), args)
             }
             "custom_tool_call" => {
-                let name = item.get("name").and_then(Value::as_str).ok_or_else(|| err(l.line, "payload.name", "a custom_tool_call needs a string name".into()))?;
-                let input = item.get("input").and_then(Value::as_str).ok_or_else(|| err(l.line, "payload.input", "a custom_tool_call needs a string input".into()))?;
-                (CallKind::Custom, name.to_string(), Value::String(input.to_string()))
+                let name = item.get("name").and_then(Value::as_str).ok_or_else(|| {
+                    err(
+                        l.line,
+                        "payload.name",
+                        "a custom_tool_call needs a string name".into(),
+                    )
+                })?;
+                let input = item.get("input").and_then(Value::as_str).ok_or_else(|| {
+                    err(
+                        l.line,
+                        "payload.input",
+                        "a custom_tool_call needs a string input".into(),
+                    )
+                })?;
+                (
+                    CallKind::Custom,
+                    name.to_string(),
+                    Value::String(input.to_string()),
+                )
             }
             "local_shell_call" => {
-                let action = item.get("action").filter(|a| a.is_object()).ok_or_else(|| err(l.line, "payload.action", "a local_shell_call needs an action object".into()))?;
-                (CallKind::LocalShell, "local_shell".to_string(), action.clone())
+                let action = item
+                    .get("action")
+                    .filter(|a| a.is_object())
+                    .ok_or_else(|| {
+                        err(
+                            l.line,
+                            "payload.action",
+                            "a local_shell_call needs an action object".into(),
+                        )
+                    })?;
+                (
+                    CallKind::LocalShell,
+                    "local_shell".to_string(),
+                    action.clone(),
+                )
             }
             "function_call_output" | "custom_tool_call_output" => {
                 let id = match item.get("call_id") {
                     Some(Value::String(s)) if !s.is_empty() => s.clone(),
-                    _ => return Err(err(l.line, "payload.call_id", format!("a `{ty}` item needs a non-empty string call_id"))),
+                    _ => {
+                        return Err(err(
+                            l.line,
+                            "payload.call_id",
+                            format!("a `{ty}` item needs a non-empty string call_id"),
+                        ))
+                    }
                 };
                 let Some(&ci) = by_id.get(&id) else {
-                    return Err(err(l.line, "payload.call_id", format!("output for unknown call `{id}` (no earlier call has this call_id)")));
+                    return Err(err(
+                        l.line,
+                        "payload.call_id",
+                        format!(
+                            "output for unknown call `{id}` (no earlier call has this call_id)"
+                        ),
+                    ));
                 };
                 let c = &mut calls[ci];
                 if c.output_index.is_some() {
-                    return Err(err(l.line, "payload.call_id", format!("second output for call `{id}`")));
+                    return Err(err(
+                        l.line,
+                        "payload.call_id",
+                        format!("second output for call `{id}`"),
+                    ));
                 }
                 if c.kind.output_type() != ty {
-                    return Err(err(l.line, "payload.type", format!("call `{id}` is answered by `{ty}`, expected `{}`", c.kind.output_type())));
+                    return Err(err(
+                        l.line,
+                        "payload.type",
+                        format!(
+                            "call `{id}` is answered by `{ty}`, expected `{}`",
+                            c.kind.output_type()
+                        ),
+                    ));
                 }
-                let output = item.get("output").ok_or_else(|| err(l.line, "payload.output", "missing output".into()))?;
-                let obs = observation_of(output).ok_or_else(|| err(l.line, "payload.output", "output must be a string, an array of content items or {content, success}".into()))?;
+                let output = item
+                    .get("output")
+                    .ok_or_else(|| err(l.line, "payload.output", "missing output".into()))?;
+                let obs = observation_of(output).ok_or_else(|| {
+                    err(
+                        l.line,
+                        "payload.output",
+                        "output must be a string, an array of content items or {content, success}"
+                            .into(),
+                    )
+                })?;
                 c.output_index = Some(idx);
                 c.call.original = Some(obs);
                 continue;
@@ -325,11 +475,24 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<ParsedRollout, Trajector
         };
         let id = call_id()?;
         if by_id.contains_key(&id) {
-            return Err(err(l.line, "payload.call_id", format!("duplicate call_id `{id}`")));
+            return Err(err(
+                l.line,
+                "payload.call_id",
+                format!("duplicate call_id `{id}`"),
+            ));
         }
         by_id.insert(id.clone(), calls.len());
         calls.push(CallRecord {
-            call: ToolCall { call_id: id.clone(), tool, input, original: None, locator: Locator { line: l.line, native_id: Some(id) } },
+            call: ToolCall {
+                call_id: id.clone(),
+                tool,
+                input,
+                original: None,
+                locator: Locator {
+                    line: l.line,
+                    native_id: Some(id),
+                },
+            },
             kind,
             line_index: idx,
             output_index: None,
@@ -362,7 +525,18 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<ParsedRollout, Trajector
         batches,
         model_turns: replies.len(),
     };
-    Ok(ParsedRollout { path: path.to_path_buf(), era, lines, meta_index, session_id, cwd, cli_version, calls, replies, plan })
+    Ok(ParsedRollout {
+        path: path.to_path_buf(),
+        era,
+        lines,
+        meta_index,
+        session_id,
+        cwd,
+        cli_version,
+        calls,
+        replies,
+        plan,
+    })
 }
 
 #[cfg(test)]

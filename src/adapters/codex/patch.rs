@@ -17,9 +17,18 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Hunk {
-    Add { path: String, contents: String },
-    Delete { path: String },
-    Update { path: String, move_to: Option<String>, chunks: Vec<Chunk> },
+    Add {
+        path: String,
+        contents: String,
+    },
+    Delete {
+        path: String,
+    },
+    Update {
+        path: String,
+        move_to: Option<String>,
+        chunks: Vec<Chunk>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -41,7 +50,10 @@ impl std::fmt::Display for ParseError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ParseError::InvalidPatch(m) => write!(f, "invalid patch: {m}"),
-            ParseError::InvalidHunk { message, line_number } => write!(f, "invalid hunk at line {line_number}, {message}"),
+            ParseError::InvalidHunk {
+                message,
+                line_number,
+            } => write!(f, "invalid hunk at line {line_number}, {message}"),
         }
     }
 }
@@ -59,15 +71,21 @@ pub fn parse(patch: &str) -> Result<Vec<Hunk>, ParseError> {
     let mut lines: Vec<&str> = patch.trim().lines().collect();
     if lines.len() >= 4 {
         let first = lines[0].trim();
-        if matches!(first, "<<EOF" | "<<'EOF'" | "<<\"EOF\"") && lines[lines.len() - 1].trim().ends_with("EOF") {
+        if matches!(first, "<<EOF" | "<<'EOF'" | "<<\"EOF\"")
+            && lines[lines.len() - 1].trim().ends_with("EOF")
+        {
             lines = lines[1..lines.len() - 1].to_vec();
         }
     }
     if lines.first().map(|l| l.trim()) != Some(BEGIN) {
-        return Err(ParseError::InvalidPatch("The first line of the patch must be '*** Begin Patch'".into()));
+        return Err(ParseError::InvalidPatch(
+            "The first line of the patch must be '*** Begin Patch'".into(),
+        ));
     }
     if lines.last().map(|l| l.trim()) != Some(END) || lines.len() < 2 {
-        return Err(ParseError::InvalidPatch("The last line of the patch must be '*** End Patch'".into()));
+        return Err(ParseError::InvalidPatch(
+            "The last line of the patch must be '*** End Patch'".into(),
+        ));
     }
     let body = &lines[1..lines.len() - 1];
     let mut hunks = Vec::new();
@@ -88,9 +106,14 @@ pub fn parse(patch: &str) -> Result<Vec<Hunk>, ParseError> {
                     None => break,
                 }
             }
-            hunks.push(Hunk::Add { path: p.to_string(), contents });
+            hunks.push(Hunk::Add {
+                path: p.to_string(),
+                contents,
+            });
         } else if let Some(p) = l.strip_prefix(DELETE) {
-            hunks.push(Hunk::Delete { path: p.to_string() });
+            hunks.push(Hunk::Delete {
+                path: p.to_string(),
+            });
             i += 1;
         } else if let Some(p) = l.strip_prefix(UPDATE) {
             i += 1;
@@ -110,20 +133,33 @@ pub fn parse(patch: &str) -> Result<Vec<Hunk>, ParseError> {
                 }
                 if t == "@@" || t.starts_with("@@ ") {
                     let ctx = t.strip_prefix("@@ ").map(str::to_string);
-                    chunks.push(Chunk { context: ctx, ..Default::default() });
+                    chunks.push(Chunk {
+                        context: ctx,
+                        ..Default::default()
+                    });
                     i += 1;
                     continue;
                 }
                 if t == EOF_MARKER {
                     match chunks.last_mut() {
                         Some(c) => c.eof = true,
-                        None => return Err(ParseError::InvalidHunk { message: "Update hunk does not contain any lines".into(), line_number: i + 2 }),
+                        None => {
+                            return Err(ParseError::InvalidHunk {
+                                message: "Update hunk does not contain any lines".into(),
+                                line_number: i + 2,
+                            })
+                        }
                     }
                     i += 1;
                     continue;
                 }
                 if chunks.is_empty() {
-                    if chunks.is_empty() && !(raw.starts_with(' ') || raw.starts_with('+') || raw.starts_with('-') || raw.is_empty()) {
+                    if chunks.is_empty()
+                        && !(raw.starts_with(' ')
+                            || raw.starts_with('+')
+                            || raw.starts_with('-')
+                            || raw.is_empty())
+                    {
                         return Err(ParseError::InvalidHunk {
                             message: format!("Expected update hunk to start with a @@ context marker, got: '{raw}'"),
                             line_number: i + 2,
@@ -153,9 +189,16 @@ pub fn parse(patch: &str) -> Result<Vec<Hunk>, ParseError> {
                 i += 1;
             }
             if chunks.iter().all(|c| c.old.is_empty() && c.new.is_empty()) && move_to.is_none() {
-                return Err(ParseError::InvalidHunk { message: format!("Update file hunk for path '{p}' is empty"), line_number });
+                return Err(ParseError::InvalidHunk {
+                    message: format!("Update file hunk for path '{p}' is empty"),
+                    line_number,
+                });
             }
-            hunks.push(Hunk::Update { path: p.to_string(), move_to, chunks });
+            hunks.push(Hunk::Update {
+                path: p.to_string(),
+                move_to,
+                chunks,
+            });
         } else {
             return Err(ParseError::InvalidHunk {
                 message: format!(
@@ -172,10 +215,13 @@ fn normalise(s: &str) -> String {
     s.trim()
         .chars()
         .map(|c| match c {
-            '\u{2010}' | '\u{2011}' | '\u{2012}' | '\u{2013}' | '\u{2014}' | '\u{2015}' | '\u{2212}' => '-',
+            '\u{2010}' | '\u{2011}' | '\u{2012}' | '\u{2013}' | '\u{2014}' | '\u{2015}'
+            | '\u{2212}' => '-',
             '\u{2018}' | '\u{2019}' | '\u{201A}' | '\u{201B}' => '\'',
             '\u{201C}' | '\u{201D}' | '\u{201E}' | '\u{201F}' => '"',
-            '\u{00A0}' | '\u{2002}' | '\u{2003}' | '\u{2004}' | '\u{2005}' | '\u{2006}' | '\u{2007}' | '\u{2008}' | '\u{2009}' | '\u{200A}' | '\u{202F}' | '\u{205F}' | '\u{3000}' => ' ',
+            '\u{00A0}' | '\u{2002}' | '\u{2003}' | '\u{2004}' | '\u{2005}' | '\u{2006}'
+            | '\u{2007}' | '\u{2008}' | '\u{2009}' | '\u{200A}' | '\u{202F}' | '\u{205F}'
+            | '\u{3000}' => ' ',
             c => c,
         })
         .collect()
@@ -192,11 +238,19 @@ pub fn seek(lines: &[String], pattern: &[String], start: usize, eof: bool) -> Op
     }
     let last = lines.len() - pattern.len();
     let from = if eof { last } else { start };
-    let passes: [&dyn Fn(&str, &str) -> bool; 4] =
-        [&|a, b| a == b, &|a, b| a.trim_end() == b.trim_end(), &|a, b| a.trim() == b.trim(), &|a, b| normalise(a) == normalise(b)];
+    let passes: [&dyn Fn(&str, &str) -> bool; 4] = [
+        &|a, b| a == b,
+        &|a, b| a.trim_end() == b.trim_end(),
+        &|a, b| a.trim() == b.trim(),
+        &|a, b| normalise(a) == normalise(b),
+    ];
     for eq in passes {
         for i in from.min(last + 1)..=last {
-            if lines[i..i + pattern.len()].iter().zip(pattern).all(|(a, b)| eq(a, b)) {
+            if lines[i..i + pattern.len()]
+                .iter()
+                .zip(pattern)
+                .all(|(a, b)| eq(a, b))
+            {
                 return Some(i);
             }
         }
@@ -216,7 +270,12 @@ pub fn derive(original: &str, abs: &Path, chunks: &[Chunk]) -> Result<String, St
         if let Some(ctx) = &c.context {
             match seek(&lines, std::slice::from_ref(ctx), idx, false) {
                 Some(i) => idx = i + 1,
-                None => return Err(format!("Failed to find context '{ctx}' in {}", abs.display())),
+                None => {
+                    return Err(format!(
+                        "Failed to find context '{ctx}' in {}",
+                        abs.display()
+                    ))
+                }
             }
         }
         if c.old.is_empty() {
@@ -238,7 +297,13 @@ pub fn derive(original: &str, abs: &Path, chunks: &[Chunk]) -> Result<String, St
                 repl.push((i, pat.len(), new));
                 idx = i + pat.len();
             }
-            None => return Err(format!("Failed to find expected lines in {}:\n{}", abs.display(), c.old.join("\n"))),
+            None => {
+                return Err(format!(
+                    "Failed to find expected lines in {}:\n{}",
+                    abs.display(),
+                    c.old.join("\n")
+                ))
+            }
         }
     }
     repl.sort_by_key(|r| r.0);
@@ -255,25 +320,44 @@ pub fn derive(original: &str, abs: &Path, chunks: &[Chunk]) -> Result<String, St
 /// A verified change, ready to write.
 #[derive(Debug, Clone)]
 enum Change {
-    Add { abs: PathBuf, contents: String },
-    Delete { abs: PathBuf },
-    Update { abs: PathBuf, dest: Option<PathBuf>, contents: String },
+    Add {
+        abs: PathBuf,
+        contents: String,
+    },
+    Delete {
+        abs: PathBuf,
+    },
+    Update {
+        abs: PathBuf,
+        dest: Option<PathBuf>,
+        contents: String,
+    },
 }
 
 /// The result of `apply_patch`, as Codex reports it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PatchOutcome {
     /// Applied: the summary (stdout) text; the patch tool frames it with exit code/wall time.
-    Applied { stdout: String, touched: Vec<PathBuf> },
+    Applied {
+        stdout: String,
+        touched: Vec<PathBuf>,
+    },
     /// Applying failed after verification (an i/o error): stderr text, exit code 1.
-    Failed { stderr: String, touched: Vec<PathBuf> },
+    Failed {
+        stderr: String,
+        touched: Vec<PathBuf>,
+    },
     /// Refused before anything was written: the text the model sees.
     Rejected(String),
 }
 
 /// Verify and apply a patch relative to `cwd`. `resolve` maps a patch path to the absolute
 /// path (confinement is the caller's business).
-pub fn apply(patch: &str, cwd: &Path, resolve: &dyn Fn(&str) -> Result<PathBuf, String>) -> PatchOutcome {
+pub fn apply(
+    patch: &str,
+    cwd: &Path,
+    resolve: &dyn Fn(&str) -> Result<PathBuf, String>,
+) -> PatchOutcome {
     let hunks = match parse(patch) {
         Ok(h) => h,
         Err(e) => return PatchOutcome::Rejected(format!("apply_patch verification failed: {e}")),
@@ -289,43 +373,80 @@ pub fn apply(patch: &str, cwd: &Path, resolve: &dyn Fn(&str) -> Result<PathBuf, 
             Hunk::Add { path, contents } => {
                 let abs = match resolve(path) {
                     Ok(p) => p,
-                    Err(e) => return PatchOutcome::Rejected(format!("apply_patch verification failed: {e}")),
+                    Err(e) => {
+                        return PatchOutcome::Rejected(format!(
+                            "apply_patch verification failed: {e}"
+                        ))
+                    }
                 };
-                changes.push(Change::Add { abs, contents: contents.clone() });
+                changes.push(Change::Add {
+                    abs,
+                    contents: contents.clone(),
+                });
                 added.push(path.clone());
             }
             Hunk::Delete { path } => {
                 let abs = match resolve(path) {
                     Ok(p) => p,
-                    Err(e) => return PatchOutcome::Rejected(format!("apply_patch verification failed: {e}")),
+                    Err(e) => {
+                        return PatchOutcome::Rejected(format!(
+                            "apply_patch verification failed: {e}"
+                        ))
+                    }
                 };
                 if let Err(e) = std::fs::read_to_string(&abs) {
-                    return PatchOutcome::Rejected(format!("apply_patch verification failed: Failed to read {}: {e}", abs.display()));
+                    return PatchOutcome::Rejected(format!(
+                        "apply_patch verification failed: Failed to read {}: {e}",
+                        abs.display()
+                    ));
                 }
                 changes.push(Change::Delete { abs });
                 deleted.push(path.clone());
             }
-            Hunk::Update { path, move_to, chunks } => {
+            Hunk::Update {
+                path,
+                move_to,
+                chunks,
+            } => {
                 let abs = match resolve(path) {
                     Ok(p) => p,
-                    Err(e) => return PatchOutcome::Rejected(format!("apply_patch verification failed: {e}")),
+                    Err(e) => {
+                        return PatchOutcome::Rejected(format!(
+                            "apply_patch verification failed: {e}"
+                        ))
+                    }
                 };
                 let original = match std::fs::read_to_string(&abs) {
                     Ok(s) => s,
-                    Err(e) => return PatchOutcome::Rejected(format!("apply_patch verification failed: Failed to read file to update {}: {e}", abs.display())),
+                    Err(e) => return PatchOutcome::Rejected(format!(
+                        "apply_patch verification failed: Failed to read file to update {}: {e}",
+                        abs.display()
+                    )),
                 };
                 let contents = match derive(&original, &abs, chunks) {
                     Ok(c) => c,
-                    Err(e) => return PatchOutcome::Rejected(format!("apply_patch verification failed: {e}")),
+                    Err(e) => {
+                        return PatchOutcome::Rejected(format!(
+                            "apply_patch verification failed: {e}"
+                        ))
+                    }
                 };
                 let dest = match move_to {
                     Some(m) => match resolve(m) {
                         Ok(p) => Some(p),
-                        Err(e) => return PatchOutcome::Rejected(format!("apply_patch verification failed: {e}")),
+                        Err(e) => {
+                            return PatchOutcome::Rejected(format!(
+                                "apply_patch verification failed: {e}"
+                            ))
+                        }
                     },
                     None => None,
                 };
-                changes.push(Change::Update { abs, dest, contents });
+                changes.push(Change::Update {
+                    abs,
+                    dest,
+                    contents,
+                });
                 modified.push(move_to.clone().unwrap_or_else(|| path.clone()));
             }
         }
@@ -335,24 +456,42 @@ pub fn apply(patch: &str, cwd: &Path, resolve: &dyn Fn(&str) -> Result<PathBuf, 
         let r = match &c {
             Change::Add { abs, contents } => {
                 touched.push(abs.clone());
-                abs.parent().map(std::fs::create_dir_all).transpose().and_then(|_| std::fs::write(abs, contents))
+                abs.parent()
+                    .map(std::fs::create_dir_all)
+                    .transpose()
+                    .and_then(|_| std::fs::write(abs, contents))
             }
             Change::Delete { abs } => {
                 touched.push(abs.clone());
                 std::fs::remove_file(abs)
             }
-            Change::Update { abs, dest: Some(d), contents } => {
+            Change::Update {
+                abs,
+                dest: Some(d),
+                contents,
+            } => {
                 touched.push(abs.clone());
                 touched.push(d.clone());
-                d.parent().map(std::fs::create_dir_all).transpose().and_then(|_| std::fs::write(d, contents)).and_then(|_| std::fs::remove_file(abs))
+                d.parent()
+                    .map(std::fs::create_dir_all)
+                    .transpose()
+                    .and_then(|_| std::fs::write(d, contents))
+                    .and_then(|_| std::fs::remove_file(abs))
             }
-            Change::Update { abs, dest: None, contents } => {
+            Change::Update {
+                abs,
+                dest: None,
+                contents,
+            } => {
                 touched.push(abs.clone());
                 std::fs::write(abs, contents)
             }
         };
         if let Err(e) = r {
-            return PatchOutcome::Failed { stderr: format!("{e}\n"), touched };
+            return PatchOutcome::Failed {
+                stderr: format!("{e}\n"),
+                touched,
+            };
         }
     }
     let mut out = String::from("Success. Updated the following files:\n");
@@ -365,7 +504,10 @@ pub fn apply(patch: &str, cwd: &Path, resolve: &dyn Fn(&str) -> Result<PathBuf, 
     for p in deleted {
         out.push_str(&format!("D {p}\n"));
     }
-    PatchOutcome::Applied { stdout: out, touched }
+    PatchOutcome::Applied {
+        stdout: out,
+        touched,
+    }
 }
 
 #[cfg(test)]
@@ -377,10 +519,21 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let r = |p: &str| Ok(d.path().join(p));
         let add = "*** Begin Patch\n*** Add File: notes.txt\n+line one\n+line two\n*** End Patch\n";
-        assert_eq!(apply(add, d.path(), &r), PatchOutcome::Applied { stdout: "Success. Updated the following files:\nA notes.txt\n".into(), touched: vec![d.path().join("notes.txt")] });
+        assert_eq!(
+            apply(add, d.path(), &r),
+            PatchOutcome::Applied {
+                stdout: "Success. Updated the following files:\nA notes.txt\n".into(),
+                touched: vec![d.path().join("notes.txt")]
+            }
+        );
         let upd = "*** Begin Patch\n*** Update File: notes.txt\n@@\n line one\n-line two\n+line 2 (edited)\n*** End Patch\n";
-        assert!(matches!(apply(upd, d.path(), &r), PatchOutcome::Applied { ref stdout, .. } if stdout == "Success. Updated the following files:\nM notes.txt\n"));
-        assert_eq!(std::fs::read_to_string(d.path().join("notes.txt")).unwrap(), "line one\nline 2 (edited)\n");
+        assert!(
+            matches!(apply(upd, d.path(), &r), PatchOutcome::Applied { ref stdout, .. } if stdout == "Success. Updated the following files:\nM notes.txt\n")
+        );
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("notes.txt")).unwrap(),
+            "line one\nline 2 (edited)\n"
+        );
         match apply(upd, d.path(), &r) {
             PatchOutcome::Rejected(t) => assert_eq!(t, format!("apply_patch verification failed: Failed to find expected lines in {}:\nline one\nline two", d.path().join("notes.txt").display())),
             o => panic!("{o:?}"),

@@ -30,7 +30,10 @@ pub fn codex_home(state_dir: &Path) -> PathBuf {
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> AdapterError + '_ {
-    move |source| AdapterError::Io { path: path.to_path_buf(), source }
+    move |source| AdapterError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 /// The canonical Responses input item of a rollout response item.
@@ -45,12 +48,29 @@ pub fn canonical_item(item: &Value) -> Value {
 /// The relative rollout path for a session.
 pub fn rollout_rel_path(parsed: &ParsedRollout) -> PathBuf {
     let meta = &parsed.lines[parsed.meta_index].value;
-    let ts = meta.get("payload").and_then(|p| p.get("timestamp")).or_else(|| meta.get("timestamp")).and_then(Value::as_str).unwrap_or("1970-01-01T00:00:00");
+    let ts = meta
+        .get("payload")
+        .and_then(|p| p.get("timestamp"))
+        .or_else(|| meta.get("timestamp"))
+        .and_then(Value::as_str)
+        .unwrap_or("1970-01-01T00:00:00");
     let ts: String = ts.chars().take(19).collect();
     let ok = ts.len() == 19 && ts.as_bytes()[4] == b'-' && ts.as_bytes()[10] == b'T';
-    let ts = if ok { ts } else { "1970-01-01T00:00:00".to_string() };
+    let ts = if ok {
+        ts
+    } else {
+        "1970-01-01T00:00:00".to_string()
+    };
     let (y, m, d) = (&ts[0..4], &ts[5..7], &ts[8..10]);
-    PathBuf::from("sessions").join(y).join(m).join(d).join(format!("rollout-{}-{}.jsonl", ts.replace(':', "-"), parsed.session_id))
+    PathBuf::from("sessions")
+        .join(y)
+        .join(m)
+        .join(d)
+        .join(format!(
+            "rollout-{}-{}.jsonl",
+            ts.replace(':', "-"),
+            parsed.session_id
+        ))
 }
 
 /// The model of the last `turn_context` before `upto` (line index), if any.
@@ -59,23 +79,39 @@ pub fn model_of(parsed: &ParsedRollout, upto: usize) -> Option<String> {
         .iter()
         .rev()
         .find(|l| l.line_type() == "turn_context")
-        .and_then(|l| l.value["payload"].get("model").and_then(Value::as_str).map(str::to_string))
+        .and_then(|l| {
+            l.value["payload"]
+                .get("model")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
 }
 
 /// Lines (indexes) kept for boundary `after_step`, and the cut index (exclusive).
 pub fn cut_index(parsed: &ParsedRollout, after_step: usize) -> Result<usize, AdapterError> {
     let plan = parsed.plan();
     if after_step == 0 || after_step > plan.max_boundary() {
-        return Err(AdapterError::Unsupported(format!("boundary {after_step} is not selectable (1..={})", plan.max_boundary())));
+        return Err(AdapterError::Unsupported(format!(
+            "boundary {after_step} is not selectable (1..={})",
+            plan.max_boundary()
+        )));
     }
     let batch = &plan.batches[after_step - 1];
     let mut last = 0;
     for c in &batch.calls {
-        let rec = parsed.call(&c.call_id).expect("calls of the plan are in the parse");
+        let rec = parsed
+            .call(&c.call_id)
+            .expect("calls of the plan are in the parse");
         last = last.max(rec.output_index.expect("a complete batch has outputs"));
     }
-    if let Some(l) = parsed.lines[..=last].iter().find(|l| l.line_type() == "compacted") {
-        return Err(AdapterError::Unsupported(format!("line {}: a `compacted` history before the boundary is not rebuilt yet", l.line)));
+    if let Some(l) = parsed.lines[..=last]
+        .iter()
+        .find(|l| l.line_type() == "compacted")
+    {
+        return Err(AdapterError::Unsupported(format!(
+            "line {}: a `compacted` history before the boundary is not rebuilt yet",
+            l.line
+        )));
     }
     Ok(last + 1)
 }
@@ -84,8 +120,10 @@ pub fn cut_index(parsed: &ParsedRollout, after_step: usize) -> Result<usize, Ada
 pub fn rebuild(req: &RebuildRequest) -> Result<RebuiltSession, AdapterError> {
     let parsed = parse::parse_file(req.source)?;
     let cut = cut_index(&parsed, req.after_step)?;
-    let allowed: std::collections::HashSet<&str> =
-        parsed.plan().batches[..req.after_step].iter().flat_map(|b| b.calls.iter().map(|c| c.call_id.as_str())).collect();
+    let allowed: std::collections::HashSet<&str> = parsed.plan().batches[..req.after_step]
+        .iter()
+        .flat_map(|b| b.calls.iter().map(|c| c.call_id.as_str()))
+        .collect();
     let mut out = String::new();
     let mut prefix = Vec::new();
     let mut records = 0u64;
@@ -93,10 +131,16 @@ pub fn rebuild(req: &RebuildRequest) -> Result<RebuiltSession, AdapterError> {
         let mut line = l.raw.clone();
         let mut item = l.response_item(parsed.era).cloned();
         if let Some(it) = item.as_mut() {
-            let ty = it.get("type").and_then(Value::as_str).unwrap_or("").to_string();
+            let ty = it
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
             if ty == "function_call_output" || ty == "custom_tool_call_output" {
                 let id = it["call_id"].as_str().unwrap_or("").to_string();
-                if let (true, Some(obs)) = (allowed.contains(id.as_str()), req.observations.get(&id)) {
+                if let (true, Some(obs)) =
+                    (allowed.contains(id.as_str()), req.observations.get(&id))
+                {
                     let orig = parsed.call(&id).and_then(|c| c.call.original.clone());
                     if orig.as_ref() != Some(obs) {
                         let new_out = match &obs.native {
@@ -123,7 +167,8 @@ pub fn rebuild(req: &RebuildRequest) -> Result<RebuiltSession, AdapterError> {
     let home = codex_home(req.state_dir);
     let rel = rollout_rel_path(&parsed);
     let native_path = home.join(&rel);
-    std::fs::create_dir_all(native_path.parent().expect("has a parent")).map_err(io(&native_path))?;
+    std::fs::create_dir_all(native_path.parent().expect("has a parent"))
+        .map_err(io(&native_path))?;
     std::fs::write(&native_path, &out).map_err(io(&native_path))?;
     let model = model_of(&parsed, cut).unwrap_or_else(|| "gpt-5.5".into());
     let config = config_toml(&model, "http://127.0.0.1:9/v1");

@@ -54,8 +54,10 @@ pub const DEFAULT_SHELL_TIMEOUT_MS: u64 = 10_000;
 pub fn classify(call: &ToolCall) -> ToolClass {
     match call.tool.as_str() {
         "update_plan" => ToolClass::ReadOnly,
-        "exec_command" | "write_stdin" | "shell" | "shell_command" | "local_shell" | "apply_patch" => ToolClass::Mutating,
-        "view_image" | "web_search" | "request_user_input" | "spawn_agent" | "send_input" | "wait_agent" | "close_agent" => ToolClass::NonRegenerable,
+        "exec_command" | "write_stdin" | "shell" | "shell_command" | "local_shell"
+        | "apply_patch" => ToolClass::Mutating,
+        "view_image" | "web_search" | "request_user_input" | "spawn_agent" | "send_input"
+        | "wait_agent" | "close_agent" => ToolClass::NonRegenerable,
         _ => ToolClass::Unknown,
     }
 }
@@ -81,9 +83,18 @@ pub fn mask_dynamic(text: &str) -> String {
     static RES: OnceLock<Vec<(regex::Regex, &'static str)>> = OnceLock::new();
     let res = RES.get_or_init(|| {
         vec![
-            (regex::Regex::new(r"(?m)^Chunk ID: [0-9a-f]+$").unwrap(), "Chunk ID: <dynamic>"),
-            (regex::Regex::new(r"(?m)^Wall time:? [0-9]+(\.[0-9]+)? seconds$").unwrap(), "Wall time: <dynamic> seconds"),
-            (regex::Regex::new(r#""duration_seconds":[0-9]+(\.[0-9]+)?"#).unwrap(), "\"duration_seconds\":<dynamic>"),
+            (
+                regex::Regex::new(r"(?m)^Chunk ID: [0-9a-f]+$").unwrap(),
+                "Chunk ID: <dynamic>",
+            ),
+            (
+                regex::Regex::new(r"(?m)^Wall time:? [0-9]+(\.[0-9]+)? seconds$").unwrap(),
+                "Wall time: <dynamic> seconds",
+            ),
+            (
+                regex::Regex::new(r#""duration_seconds":[0-9]+(\.[0-9]+)?"#).unwrap(),
+                "\"duration_seconds\":<dynamic>",
+            ),
         ]
     });
     let mut s = text.to_string();
@@ -114,7 +125,11 @@ pub fn truncate_middle(s: &str, max_tokens: usize) -> String {
         tail_start += 1;
     }
     let removed = approx_tokens(&s[head_end..tail_start]);
-    format!("{}…{removed} tokens truncated…{}", &s[..head_end], &s[tail_start..])
+    format!(
+        "{}…{removed} tokens truncated…{}",
+        &s[..head_end],
+        &s[tail_start..]
+    )
 }
 
 fn random_chunk_id() -> String {
@@ -124,7 +139,13 @@ fn random_chunk_id() -> String {
 }
 
 /// The unified exec response text.
-pub fn format_unified(wall: Duration, exit: Option<i32>, session: Option<&str>, output: &str, max_tokens: usize) -> String {
+pub fn format_unified(
+    wall: Duration,
+    exit: Option<i32>,
+    session: Option<&str>,
+    output: &str,
+    max_tokens: usize,
+) -> String {
     let mut s = Vec::new();
     s.push(format!("Chunk ID: {}", random_chunk_id()));
     s.push(format!("Wall time: {:.4} seconds", wall.as_secs_f64()));
@@ -156,7 +177,10 @@ pub fn format_freeform(exit: i32, wall: Duration, content: &str) -> String {
     let secs = ((wall.as_secs_f32()) * 10.0).round() / 10.0;
     let total = content.lines().count();
     let formatted = truncate_middle(content, DEFAULT_MAX_OUTPUT_TOKENS);
-    let mut s = vec![format!("Exit code: {exit}"), format!("Wall time: {secs} seconds")];
+    let mut s = vec![
+        format!("Exit code: {exit}"),
+        format!("Wall time: {secs} seconds"),
+    ];
     if total != formatted.lines().count() {
         s.push(format!("Total output lines: {total}"));
     }
@@ -243,11 +267,19 @@ fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
 }
 
 fn spawn_merged(argv: &[String], cwd: &Path, tool: &str) -> Result<ExecSession, ExecError> {
-    let io = |e| ExecError::Io { tool: tool.into(), source: e };
+    let io = |e| ExecError::Io {
+        tool: tool.into(),
+        source: e,
+    };
     let (r, w) = pipe().map_err(io)?;
     let w2 = w.try_clone().map_err(io)?;
     let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..]).current_dir(cwd).stdin(Stdio::null()).stdout(Stdio::from(w)).stderr(Stdio::from(w2)).process_group(0);
+    cmd.args(&argv[1..])
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(w))
+        .stderr(Stdio::from(w2))
+        .process_group(0);
     for (k, v) in EXEC_ENV {
         cmd.env(k, v);
     }
@@ -268,7 +300,15 @@ fn spawn_merged(argv: &[String], cwd: &Path, tool: &str) -> Result<ExecSession, 
         *e2.lock().unwrap() = true;
     });
     let pgid = child.id() as i32;
-    Ok(ExecSession { child, pgid, buf, eof, read: 0, started: Instant::now(), exit: None })
+    Ok(ExecSession {
+        child,
+        pgid,
+        buf,
+        eof,
+        read: 0,
+        started: Instant::now(),
+        exit: None,
+    })
 }
 
 /// Live unified exec sessions of one replay, by the session id the model saw.
@@ -278,11 +318,17 @@ pub struct Sessions {
 }
 
 fn session_id_in(text: &str) -> Option<String> {
-    text.lines().find_map(|l| l.strip_prefix("Process running with session ID ").map(|s| s.trim().to_string()))
+    text.lines().find_map(|l| {
+        l.strip_prefix("Process running with session ID ")
+            .map(|s| s.trim().to_string())
+    })
 }
 
 fn bad(tool: &str, m: impl Into<String>) -> ExecError {
-    ExecError::BadInput { tool: tool.into(), message: m.into() }
+    ExecError::BadInput {
+        tool: tool.into(),
+        message: m.into(),
+    }
 }
 
 fn resolve_dir(ctx: &ExecContext, workdir: Option<&str>, tool: &str) -> Result<PathBuf, ExecError> {
@@ -290,9 +336,16 @@ fn resolve_dir(ctx: &ExecContext, workdir: Option<&str>, tool: &str) -> Result<P
         None | Some("") => Ok(ctx.workspace.clone()),
         Some(w) => {
             let p = Path::new(w);
-            let p = if p.is_absolute() { p.to_path_buf() } else { ctx.workspace.join(p) };
+            let p = if p.is_absolute() {
+                p.to_path_buf()
+            } else {
+                ctx.workspace.join(p)
+            };
             if !p.is_dir() {
-                return Err(bad(tool, format!("workdir {} is not a directory", p.display())));
+                return Err(bad(
+                    tool,
+                    format!("workdir {} is not a directory", p.display()),
+                ));
             }
             Ok(p)
         }
@@ -300,7 +353,16 @@ fn resolve_dir(ctx: &ExecContext, workdir: Option<&str>, tool: &str) -> Result<P
 }
 
 fn user_shell() -> String {
-    std::env::var("SHELL").ok().filter(|s| Path::new(s).exists()).unwrap_or_else(|| if Path::new("/bin/bash").exists() { "/bin/bash".into() } else { "/bin/sh".into() })
+    std::env::var("SHELL")
+        .ok()
+        .filter(|s| Path::new(s).exists())
+        .unwrap_or_else(|| {
+            if Path::new("/bin/bash").exists() {
+                "/bin/bash".into()
+            } else {
+                "/bin/sh".into()
+            }
+        })
 }
 
 fn clamp_yield(v: Option<u64>, default: u64) -> u64 {
@@ -311,25 +373,57 @@ impl Sessions {
     fn exec_command(&self, call: &ToolCall, ctx: &ExecContext) -> Result<ToolOutcome, ExecError> {
         let t = "exec_command";
         let a = &call.input;
-        let cmd = a.get("cmd").and_then(Value::as_str).ok_or_else(|| bad(t, "missing string `cmd`"))?;
-        let shell = a.get("shell").and_then(Value::as_str).map(str::to_string).unwrap_or_else(user_shell);
+        let cmd = a
+            .get("cmd")
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad(t, "missing string `cmd`"))?;
+        let shell = a
+            .get("shell")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .unwrap_or_else(user_shell);
         let login = a.get("login").and_then(Value::as_bool).unwrap_or(true);
         let cwd = resolve_dir(ctx, a.get("workdir").and_then(Value::as_str), t)?;
-        let yield_ms = clamp_yield(a.get("yield_time_ms").and_then(Value::as_u64), DEFAULT_EXEC_YIELD_MS);
-        let max_tokens = a.get("max_output_tokens").and_then(Value::as_u64).map(|v| v as usize).unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS);
-        let argv = vec![shell, if login { "-lc" } else { "-c" }.to_string(), cmd.to_string()];
+        let yield_ms = clamp_yield(
+            a.get("yield_time_ms").and_then(Value::as_u64),
+            DEFAULT_EXEC_YIELD_MS,
+        );
+        let max_tokens = a
+            .get("max_output_tokens")
+            .and_then(Value::as_u64)
+            .map(|v| v as usize)
+            .unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS);
+        let argv = vec![
+            shell,
+            if login { "-lc" } else { "-c" }.to_string(),
+            cmd.to_string(),
+        ];
         let mut s = spawn_merged(&argv, &cwd, t)?;
         let (exit, out) = s.wait(yield_ms);
         let wall = s.started.elapsed();
         let sid = match exit {
             Some(_) => None,
-            None => Some(call.original.as_ref().and_then(|o| session_id_in(&o.text)).unwrap_or_else(|| format!("{}", 1000 + rand::random::<u16>() as u32))),
+            None => Some(
+                call.original
+                    .as_ref()
+                    .and_then(|o| session_id_in(&o.text))
+                    .unwrap_or_else(|| format!("{}", 1000 + rand::random::<u16>() as u32)),
+            ),
         };
         let text = format_unified(wall, exit, sid.as_deref(), &out, max_tokens);
         if let Some(id) = &sid {
             self.live.lock().unwrap().insert(id.clone(), s);
         }
-        Ok(ToolOutcome { observation: Observation { text, is_error: false, native: None }, exit_code: exit, duration_ms: wall.as_millis() as u64, touched: vec![] })
+        Ok(ToolOutcome {
+            observation: Observation {
+                text,
+                is_error: false,
+                native: None,
+            },
+            exit_code: exit,
+            duration_ms: wall.as_millis() as u64,
+            touched: vec![],
+        })
     }
 
     fn write_stdin(&self, call: &ToolCall) -> Result<ToolOutcome, ExecError> {
@@ -341,30 +435,80 @@ impl Sessions {
             _ => return Err(bad(t, "missing `session_id`")),
         };
         let chars = a.get("chars").and_then(Value::as_str).unwrap_or("");
-        let yield_ms = clamp_yield(a.get("yield_time_ms").and_then(Value::as_u64), DEFAULT_WRITE_STDIN_YIELD_MS);
-        let max_tokens = a.get("max_output_tokens").and_then(Value::as_u64).map(|v| v as usize).unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS);
+        let yield_ms = clamp_yield(
+            a.get("yield_time_ms").and_then(Value::as_u64),
+            DEFAULT_WRITE_STDIN_YIELD_MS,
+        );
+        let max_tokens = a
+            .get("max_output_tokens")
+            .and_then(Value::as_u64)
+            .map(|v| v as usize)
+            .unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS);
         let mut live = self.live.lock().unwrap();
         let Some(s) = live.get_mut(&id) else {
             let text = format!("write_stdin failed: Unknown process id {id}");
-            return Ok(ToolOutcome { observation: Observation { text, is_error: false, native: None }, exit_code: None, duration_ms: 0, touched: vec![] });
+            return Ok(ToolOutcome {
+                observation: Observation {
+                    text,
+                    is_error: false,
+                    native: None,
+                },
+                exit_code: None,
+                duration_ms: 0,
+                touched: vec![],
+            });
         };
         if !chars.is_empty() {
             let text = "write_stdin failed: stdin is closed for this session; rerun exec_command with tty=true to keep stdin open".to_string();
-            return Ok(ToolOutcome { observation: Observation { text, is_error: false, native: None }, exit_code: None, duration_ms: 0, touched: vec![] });
+            return Ok(ToolOutcome {
+                observation: Observation {
+                    text,
+                    is_error: false,
+                    native: None,
+                },
+                exit_code: None,
+                duration_ms: 0,
+                touched: vec![],
+            });
         }
         let start = Instant::now();
         let (exit, out) = s.wait(yield_ms);
         let wall = start.elapsed();
-        let text = format_unified(wall, exit, if exit.is_none() { Some(id.as_str()) } else { None }, &out, max_tokens);
+        let text = format_unified(
+            wall,
+            exit,
+            if exit.is_none() {
+                Some(id.as_str())
+            } else {
+                None
+            },
+            &out,
+            max_tokens,
+        );
         if exit.is_some() {
             live.remove(&id);
         }
-        Ok(ToolOutcome { observation: Observation { text, is_error: false, native: None }, exit_code: exit, duration_ms: wall.as_millis() as u64, touched: vec![] })
+        Ok(ToolOutcome {
+            observation: Observation {
+                text,
+                is_error: false,
+                native: None,
+            },
+            exit_code: exit,
+            duration_ms: wall.as_millis() as u64,
+            touched: vec![],
+        })
     }
 }
 
 /// Run argv to completion with a timeout, merged output (shell / shell_command / local_shell).
-fn run_to_end(argv: &[String], cwd: &Path, timeout_ms: u64, tool: &str, original: Option<&Observation>) -> Result<ToolOutcome, ExecError> {
+fn run_to_end(
+    argv: &[String],
+    cwd: &Path,
+    timeout_ms: u64,
+    tool: &str,
+    original: Option<&Observation>,
+) -> Result<ToolOutcome, ExecError> {
     if argv.is_empty() {
         return Err(bad(tool, "empty command"));
     }
@@ -375,17 +519,42 @@ fn run_to_end(argv: &[String], cwd: &Path, timeout_ms: u64, tool: &str, original
         Some(c) => (c, out),
         None => {
             drop(s);
-            (124, format!("command timed out after {timeout_ms} milliseconds\n{out}"))
+            (
+                124,
+                format!("command timed out after {timeout_ms} milliseconds\n{out}"),
+            )
         }
     };
-    let structured = original.map(|o| o.text.starts_with("{\"output\":")).unwrap_or(false);
-    let text = if structured { format_structured(code, wall, &content) } else { format_freeform(code, wall, &content) };
-    Ok(ToolOutcome { observation: Observation { text, is_error: false, native: None }, exit_code: Some(code), duration_ms: wall.as_millis() as u64, touched: vec![] })
+    let structured = original
+        .map(|o| o.text.starts_with("{\"output\":"))
+        .unwrap_or(false);
+    let text = if structured {
+        format_structured(code, wall, &content)
+    } else {
+        format_freeform(code, wall, &content)
+    };
+    Ok(ToolOutcome {
+        observation: Observation {
+            text,
+            is_error: false,
+            native: None,
+        },
+        exit_code: Some(code),
+        duration_ms: wall.as_millis() as u64,
+        touched: vec![],
+    })
 }
 
 fn string_array(v: Option<&Value>, tool: &str) -> Result<Vec<String>, ExecError> {
     match v {
-        Some(Value::Array(a)) => a.iter().map(|x| x.as_str().map(str::to_string).ok_or_else(|| bad(tool, "`command` must be an array of strings"))).collect(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|x| {
+                x.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| bad(tool, "`command` must be an array of strings"))
+            })
+            .collect(),
         _ => Err(bad(tool, "`command` must be an array of strings")),
     }
 }
@@ -393,46 +562,102 @@ fn string_array(v: Option<&Value>, tool: &str) -> Result<Vec<String>, ExecError>
 fn apply_patch(call: &ToolCall, ctx: &ExecContext) -> Result<ToolOutcome, ExecError> {
     let text = match &call.input {
         Value::String(s) => s.clone(),
-        Value::Object(o) => o.get("input").or_else(|| o.get("patch")).and_then(Value::as_str).ok_or_else(|| bad("apply_patch", "missing string `input`"))?.to_string(),
+        Value::Object(o) => o
+            .get("input")
+            .or_else(|| o.get("patch"))
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad("apply_patch", "missing string `input`"))?
+            .to_string(),
         _ => return Err(bad("apply_patch", "input must be the patch text")),
     };
-    let cwd = resolve_dir(ctx, call.input.get("workdir").and_then(Value::as_str), "apply_patch")?;
+    let cwd = resolve_dir(
+        ctx,
+        call.input.get("workdir").and_then(Value::as_str),
+        "apply_patch",
+    )?;
     let ws = ctx.workspace.clone();
     let resolve = |p: &str| -> Result<PathBuf, String> {
-        let joined = if Path::new(p).is_absolute() { PathBuf::from(p) } else { cwd.join(p) };
+        let joined = if Path::new(p).is_absolute() {
+            PathBuf::from(p)
+        } else {
+            cwd.join(p)
+        };
         crate::workspace::confine::confine(&ws, &joined).map_err(|e| e.to_string())
     };
     let start = Instant::now();
     let outcome = patch::apply(&text, &cwd, &resolve);
     let wall = start.elapsed();
     let (text, code, touched) = match outcome {
-        PatchOutcome::Applied { stdout, touched } => (format_freeform(0, wall, &stdout), Some(0), touched),
-        PatchOutcome::Failed { stderr, touched } => (format_freeform(1, wall, &stderr), Some(1), touched),
+        PatchOutcome::Applied { stdout, touched } => {
+            (format_freeform(0, wall, &stdout), Some(0), touched)
+        }
+        PatchOutcome::Failed { stderr, touched } => {
+            (format_freeform(1, wall, &stderr), Some(1), touched)
+        }
         PatchOutcome::Rejected(t) => (t, None, vec![]),
     };
-    let touched = touched.into_iter().filter_map(|p| p.strip_prefix(&ctx.workspace).ok().map(Path::to_path_buf)).collect();
-    Ok(ToolOutcome { observation: Observation { text, is_error: false, native: None }, exit_code: code, duration_ms: wall.as_millis() as u64, touched })
+    let touched = touched
+        .into_iter()
+        .filter_map(|p| p.strip_prefix(&ctx.workspace).ok().map(Path::to_path_buf))
+        .collect();
+    Ok(ToolOutcome {
+        observation: Observation {
+            text,
+            is_error: false,
+            native: None,
+        },
+        exit_code: code,
+        duration_ms: wall.as_millis() as u64,
+        touched,
+    })
 }
 
 fn update_plan(call: &ToolCall) -> Result<ToolOutcome, ExecError> {
-    let plan = call.input.get("plan").and_then(Value::as_array).ok_or_else(|| bad("update_plan", "missing `plan` array"))?;
+    let plan = call
+        .input
+        .get("plan")
+        .and_then(Value::as_array)
+        .ok_or_else(|| bad("update_plan", "missing `plan` array"))?;
     for p in plan {
-        let ok = p.get("step").and_then(Value::as_str).is_some() && matches!(p.get("status").and_then(Value::as_str), Some("pending" | "in_progress" | "completed"));
+        let ok = p.get("step").and_then(Value::as_str).is_some()
+            && matches!(
+                p.get("status").and_then(Value::as_str),
+                Some("pending" | "in_progress" | "completed")
+            );
         if !ok {
-            return Err(bad("update_plan", "every plan item needs `step` and a status pending|in_progress|completed"));
+            return Err(bad(
+                "update_plan",
+                "every plan item needs `step` and a status pending|in_progress|completed",
+            ));
         }
     }
-    Ok(ToolOutcome { observation: Observation { text: "Plan updated".into(), is_error: false, native: None }, exit_code: None, duration_ms: 0, touched: vec![] })
+    Ok(ToolOutcome {
+        observation: Observation {
+            text: "Plan updated".into(),
+            is_error: false,
+            native: None,
+        },
+        exit_code: None,
+        duration_ms: 0,
+        touched: vec![],
+    })
 }
 
 impl Sessions {
     /// Execute one call.
     pub fn execute(&self, call: &ToolCall, ctx: &ExecContext) -> Result<ToolOutcome, ExecError> {
         if let Some(r) = refusal(call) {
-            return Err(ExecError::Unsupported { tool: call.tool.clone(), reason: r });
+            return Err(ExecError::Unsupported {
+                tool: call.tool.clone(),
+                reason: r,
+            });
         }
         let a = &call.input;
-        let timeout = |a: &Value| a.get("timeout_ms").and_then(Value::as_u64).unwrap_or(DEFAULT_SHELL_TIMEOUT_MS);
+        let timeout = |a: &Value| {
+            a.get("timeout_ms")
+                .and_then(Value::as_u64)
+                .unwrap_or(DEFAULT_SHELL_TIMEOUT_MS)
+        };
         match call.tool.as_str() {
             "exec_command" => self.exec_command(call, ctx),
             "write_stdin" => self.write_stdin(call),
@@ -443,19 +668,49 @@ impl Sessions {
             }
             "local_shell" => {
                 let argv = string_array(a.get("command"), "local_shell")?;
-                let cwd = resolve_dir(ctx, a.get("working_directory").and_then(Value::as_str), "local_shell")?;
-                run_to_end(&argv, &cwd, timeout(a), "local_shell", call.original.as_ref())
+                let cwd = resolve_dir(
+                    ctx,
+                    a.get("working_directory").and_then(Value::as_str),
+                    "local_shell",
+                )?;
+                run_to_end(
+                    &argv,
+                    &cwd,
+                    timeout(a),
+                    "local_shell",
+                    call.original.as_ref(),
+                )
             }
             "shell_command" => {
-                let cmd = a.get("command").and_then(Value::as_str).ok_or_else(|| bad("shell_command", "missing string `command`"))?;
+                let cmd = a
+                    .get("command")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| bad("shell_command", "missing string `command`"))?;
                 let login = a.get("login").and_then(Value::as_bool).unwrap_or(true);
-                let cwd = resolve_dir(ctx, a.get("workdir").and_then(Value::as_str), "shell_command")?;
-                let argv = vec![user_shell(), if login { "-lc" } else { "-c" }.to_string(), cmd.to_string()];
-                run_to_end(&argv, &cwd, timeout(a), "shell_command", call.original.as_ref())
+                let cwd = resolve_dir(
+                    ctx,
+                    a.get("workdir").and_then(Value::as_str),
+                    "shell_command",
+                )?;
+                let argv = vec![
+                    user_shell(),
+                    if login { "-lc" } else { "-c" }.to_string(),
+                    cmd.to_string(),
+                ];
+                run_to_end(
+                    &argv,
+                    &cwd,
+                    timeout(a),
+                    "shell_command",
+                    call.original.as_ref(),
+                )
             }
             "apply_patch" => apply_patch(call, ctx),
             "update_plan" => update_plan(call),
-            other => Err(ExecError::Unsupported { tool: other.into(), reason: "not re-executable".into() }),
+            other => Err(ExecError::Unsupported {
+                tool: other.into(),
+                reason: "not re-executable".into(),
+            }),
         }
     }
 
@@ -474,7 +729,10 @@ mod tests {
         let a = "Chunk ID: d54f7c\nWall time: 0.0000 seconds\nProcess exited with code 0\nOriginal token count: 2\nOutput:\na.txt\n";
         let b = "Chunk ID: 00aa11\nWall time: 0.0123 seconds\nProcess exited with code 0\nOriginal token count: 2\nOutput:\na.txt\n";
         assert_eq!(mask_dynamic(a), mask_dynamic(b));
-        assert_eq!(mask_dynamic("Exit code: 0\nWall time: 0 seconds\nOutput:\nx"), mask_dynamic("Exit code: 0\nWall time: 0.1 seconds\nOutput:\nx"));
+        assert_eq!(
+            mask_dynamic("Exit code: 0\nWall time: 0 seconds\nOutput:\nx"),
+            mask_dynamic("Exit code: 0\nWall time: 0.1 seconds\nOutput:\nx")
+        );
         assert_ne!(mask_dynamic(a), mask_dynamic(&a.replace("a.txt", "b.txt")));
     }
 
@@ -491,7 +749,13 @@ mod tests {
 
     #[test]
     fn freeform_zero() {
-        assert_eq!(format_freeform(0, Duration::from_millis(3), "ok\n"), "Exit code: 0\nWall time: 0 seconds\nOutput:\nok\n");
-        assert_eq!(format_freeform(2, Duration::from_millis(260), "x"), "Exit code: 2\nWall time: 0.3 seconds\nOutput:\nx");
+        assert_eq!(
+            format_freeform(0, Duration::from_millis(3), "ok\n"),
+            "Exit code: 0\nWall time: 0 seconds\nOutput:\nok\n"
+        );
+        assert_eq!(
+            format_freeform(2, Duration::from_millis(260), "x"),
+            "Exit code: 2\nWall time: 0.3 seconds\nOutput:\nx"
+        );
     }
 }

@@ -55,7 +55,12 @@ fn shell_quote(s: &str) -> String {
 /// top-level `&&`, `||`, `;`, `|` and newlines, ignoring quoted text.
 pub(crate) fn last_command_word(command: &str) -> (String, Vec<String>) {
     let segments = split_commands(command, true);
-    let last = segments.iter().rev().find(|s| !s.trim().is_empty()).cloned().unwrap_or_default();
+    let last = segments
+        .iter()
+        .rev()
+        .find(|s| !s.trim().is_empty())
+        .cloned()
+        .unwrap_or_default();
     let words: Vec<String> = last.split_whitespace().map(str::to_owned).collect();
     (words.first().cloned().unwrap_or_default(), words)
 }
@@ -110,9 +115,13 @@ fn within(dir: &Path, root: &Path) -> bool {
 pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
     let command = req_str(TOOL, input, "command")?;
     let _description = opt_str(TOOL, input, "description")?;
-    let timeout_ms = opt_int(TOOL, input, "timeout")?.unwrap_or(DEFAULT_TIMEOUT_MS).clamp(1, MAX_TIMEOUT_MS);
+    let timeout_ms = opt_int(TOOL, input, "timeout")?
+        .unwrap_or(DEFAULT_TIMEOUT_MS)
+        .clamp(1, MAX_TIMEOUT_MS);
     if command.contains('\0') {
-        return Ok(Output::thrown("Bash command cannot contain null bytes (\\0). Remove the null byte and try again."));
+        return Ok(Output::thrown(
+            "Bash command cannot contain null bytes (\\0). Remove the null byte and try again.",
+        ));
     }
     let cwd = cx.cwd();
     let start = cx.start_cwd();
@@ -121,13 +130,25 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
     let run_dir = crate::workspace::confine(&cx.exec.workspace, &cwd)?;
     let cwd_path = cwd_file_path();
     let _cleanup = RemoveOnDrop(cwd_path.clone());
-    let script = format!("eval {} < /dev/null && pwd -P >| {}", shell_quote(command), shell_quote(&cwd_path.to_string_lossy()));
-    let mut spec = CommandSpec::new("/bin/bash", &run_dir).arg("-c").arg(script);
+    let script = format!(
+        "eval {} < /dev/null && pwd -P >| {}",
+        shell_quote(command),
+        shell_quote(&cwd_path.to_string_lossy())
+    );
+    let mut spec = CommandSpec::new("/bin/bash", &run_dir)
+        .arg("-c")
+        .arg(script);
     spec.merge_stderr = true;
     // Claude's own limit, unless the replay's per-call limit is shorter (then the command
     // is killed and the call fails rather than running on).
-    spec.timeout = Some(Duration::from_millis(timeout_ms as u64).min(cx.exec.timeout.max(Duration::from_millis(1))));
-    spec.log_path = Some(cx.exec.log_dir.join(format!("{}.bash.log", sanitize(cx.call_id))));
+    spec.timeout = Some(
+        Duration::from_millis(timeout_ms as u64).min(cx.exec.timeout.max(Duration::from_millis(1))),
+    );
+    spec.log_path = Some(
+        cx.exec
+            .log_dir
+            .join(format!("{}.bash.log", sanitize(cx.call_id))),
+    );
     spec.capture_head = 8 << 20;
     spec.capture_tail = 1 << 20;
     spec.env.push(("CLAUDECODE".into(), "1".into()));
@@ -136,7 +157,10 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
         spec.env.push((k.into(), v.into()));
     }
     // `C = Math.floor(Date.now() / 1000) * 1000`: the start, floored to the second.
-    let started_floor_ms = (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()) * 1000) as i64;
+    let started_floor_ms = (std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+        * 1000) as i64;
     let outcome = supervisor::run(&spec).map_err(|e| io_error(TOOL, e))?;
     if outcome.timed_out {
         return Err(io_error(
@@ -152,7 +176,9 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
 
     // Where the shell ended up.
     let mut notes: Vec<String> = Vec::new();
-    let new_cwd = std::fs::read_to_string(&cwd_path).ok().map(|s| PathBuf::from(s.trim_end_matches('\n')));
+    let new_cwd = std::fs::read_to_string(&cwd_path)
+        .ok()
+        .map(|s| PathBuf::from(s.trim_end_matches('\n')));
     if let Some(new_cwd) = new_cwd.filter(|p| !p.as_os_str().is_empty()) {
         let root = std::fs::canonicalize(&start).unwrap_or_else(|_| start.clone());
         if within(&new_cwd, &root) {
@@ -172,7 +198,11 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
         for n in &notes {
             stderr = format!("{}\n\n{n}", stderr.trim_end());
         }
-        let text = [format!("Exit code {code}"), stderr].into_iter().filter(|s| !s.is_empty()).collect::<Vec<_>>().join("\n");
+        let text = [format!("Exit code {code}"), stderr]
+            .into_iter()
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n");
         let mut out = Output::thrown(text);
         out.exit_code = Some(code);
         return Ok(out);
@@ -286,7 +316,15 @@ struct PrintedFile {
 
 impl PrintedFile {
     fn whole(path: String) -> Self {
-        PrintedFile { path, start: None, end: None, tail: None, numbered: false, requires_exit_zero: false, not_in_context: false }
+        PrintedFile {
+            path,
+            start: None,
+            end: None,
+            tail: None,
+            numbered: false,
+            requires_exit_zero: false,
+            not_in_context: false,
+        }
     }
 }
 
@@ -335,7 +373,11 @@ fn parse_sed(w: &[String]) -> Option<PrintedFile> {
     if !all_digits(a) || !all_digits(b) {
         return None;
     }
-    Some(PrintedFile { start: a.parse().ok(), end: b.parse().ok(), ..PrintedFile::whole(file.clone()) })
+    Some(PrintedFile {
+        start: a.parse().ok(),
+        end: b.parse().ok(),
+        ..PrintedFile::whole(file.clone())
+    })
 }
 
 fn parse_cat(w: &[String]) -> Option<PrintedFile> {
@@ -360,7 +402,10 @@ fn parse_cat(w: &[String]) -> Option<PrintedFile> {
     }
     let file = file.filter(|f| f != "-")?;
     let numbered = w[0] == "nl" || w.iter().any(|a| a == "-n" || a == "--number");
-    Some(PrintedFile { numbered, ..PrintedFile::whole(file) })
+    Some(PrintedFile {
+        numbered,
+        ..PrintedFile::whole(file)
+    })
 }
 
 /// `GQo`: the line count and file of head/tail.
@@ -407,24 +452,66 @@ fn parse_grep(w: &[String]) -> Option<PrintedFile> {
     if !rg && !["grep", "egrep", "fgrep"].contains(&w[0].as_str()) {
         return None;
     }
-    let short_ok = |a: &str, set: &str| a.len() > 1 && a[1..].chars().all(|c| set.contains(c)) && !a.starts_with("--");
-    let long_grep = ["--line-number", "--ignore-case", "--word-regexp", "--line-regexp", "--extended-regexp", "--fixed-strings", "--basic-regexp", "--perl-regexp", "--with-filename", "--no-filename", "--color=never", "--color=auto"];
-    let long_rg = ["--ignore-case", "--smart-case", "--case-sensitive", "--word-regexp", "--line-regexp", "--fixed-strings", "--line-number", "--no-line-number", "--with-filename", "--no-filename", "--multiline", "--pcre2"];
+    let short_ok = |a: &str, set: &str| {
+        a.len() > 1 && a[1..].chars().all(|c| set.contains(c)) && !a.starts_with("--")
+    };
+    let long_grep = [
+        "--line-number",
+        "--ignore-case",
+        "--word-regexp",
+        "--line-regexp",
+        "--extended-regexp",
+        "--fixed-strings",
+        "--basic-regexp",
+        "--perl-regexp",
+        "--with-filename",
+        "--no-filename",
+        "--color=never",
+        "--color=auto",
+    ];
+    let long_rg = [
+        "--ignore-case",
+        "--smart-case",
+        "--case-sensitive",
+        "--word-regexp",
+        "--line-regexp",
+        "--fixed-strings",
+        "--line-number",
+        "--no-line-number",
+        "--with-filename",
+        "--no-filename",
+        "--multiline",
+        "--pcre2",
+    ];
     let digits = |x: &str| !x.is_empty() && x.bytes().all(|c| c.is_ascii_digit());
     let (mut pattern, mut file) = (None::<&String>, None::<&String>);
     let mut i = 1;
     while i < w.len() {
         let a = &w[i];
         if a.starts_with('-') && a != "-" {
-            if a == "-A" || a == "-B" || a == "-C" || (rg && (a == "--after-context" || a == "--before-context" || a == "--context")) {
+            if a == "-A"
+                || a == "-B"
+                || a == "-C"
+                || (rg && (a == "--after-context" || a == "--before-context" || a == "--context"))
+            {
                 i += 1;
                 if !w.get(i).map_or(false, |v| digits(v)) {
                     return None;
                 }
             } else if (a.len() > 2 && ["-A", "-B", "-C"].contains(&&a[..2]) && digits(&a[2..]))
-                || ["--after-context=", "--before-context=", "--context="].iter().any(|p| a.strip_prefix(p).map_or(false, digits))
-                || (if rg { short_ok(a, "iSswxFnNHUP") } else { short_ok(a, "niwxEFGPHh") })
-                || (if rg { long_rg.contains(&a.as_str()) } else { long_grep.contains(&a.as_str()) })
+                || ["--after-context=", "--before-context=", "--context="]
+                    .iter()
+                    .any(|p| a.strip_prefix(p).map_or(false, digits))
+                || (if rg {
+                    short_ok(a, "iSswxFnNHUP")
+                } else {
+                    short_ok(a, "niwxEFGPHh")
+                })
+                || (if rg {
+                    long_rg.contains(&a.as_str())
+                } else {
+                    long_grep.contains(&a.as_str())
+                })
             {
             } else {
                 return None;
@@ -442,7 +529,11 @@ fn parse_grep(w: &[String]) -> Option<PrintedFile> {
     if file == "-" || file.contains(['*', '?', '[', '{']) {
         return None;
     }
-    Some(PrintedFile { requires_exit_zero: true, not_in_context: true, ..PrintedFile::whole(file.clone()) })
+    Some(PrintedFile {
+        requires_exit_zero: true,
+        not_in_context: true,
+        ..PrintedFile::whole(file.clone())
+    })
 }
 
 /// `ELi`: the files a command only printed.
@@ -457,20 +548,29 @@ fn printed_files(command: &str) -> Vec<PrintedFile> {
     let n = segments.len();
     let mut out = Vec::new();
     for seg in &segments {
-        let Some(w) = shell_words(seg) else { return Vec::new() };
+        let Some(w) = shell_words(seg) else {
+            return Vec::new();
+        };
         let found = parse_sed(&w)
             .or_else(|| parse_cat(&w))
             .or_else(|| {
                 (w.first().map(String::as_str) == Some("head"))
                     .then(|| head_tail_args(&w))
                     .flatten()
-                    .map(|(c, f)| PrintedFile { start: Some(1), end: Some(c), ..PrintedFile::whole(f) })
+                    .map(|(c, f)| PrintedFile {
+                        start: Some(1),
+                        end: Some(c),
+                        ..PrintedFile::whole(f)
+                    })
             })
             .or_else(|| {
                 (w.first().map(String::as_str) == Some("tail"))
                     .then(|| head_tail_args(&w))
                     .flatten()
-                    .map(|(c, f)| PrintedFile { tail: Some(c), ..PrintedFile::whole(f) })
+                    .map(|(c, f)| PrintedFile {
+                        tail: Some(c),
+                        ..PrintedFile::whole(f)
+                    })
             })
             .or_else(|| if n == 1 { parse_grep(&w) } else { None });
         match found {
@@ -478,7 +578,10 @@ fn printed_files(command: &str) -> Vec<PrintedFile> {
             None => {
                 let t = seg.trim_start();
                 let benign = ["echo", "printf", "true", ":"].iter().any(|b| {
-                    t.strip_prefix(b).map_or(false, |rest| rest.is_empty() || !rest.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
+                    t.strip_prefix(b).map_or(false, |rest| {
+                        rest.is_empty()
+                            || !rest.starts_with(|c: char| c.is_alphanumeric() || c == '_')
+                    })
                 });
                 if n > 1 && !benign {
                     return Vec::new();
@@ -503,14 +606,20 @@ fn printed_part(content: &str, f: &PrintedFile) -> Option<(String, Option<i64>, 
         let c = lines.len() - k + 1;
         return Some((lines[c - 1..].join("\n"), Some(c as i64), Some(k as i64)));
     }
-    let Some(start) = f.start else { return Some((content.to_string(), None, None)) };
+    let Some(start) = f.start else {
+        return Some((content.to_string(), None, None));
+    };
     let lines: Vec<&str> = content.split('\n').collect();
     let g = start.max(1);
     let h = f.end.unwrap_or(g).max(g);
     if g > lines.len() {
         return None;
     }
-    Some((lines[g - 1..h.min(lines.len())].join("\n"), Some(g as i64), Some((h - g + 1) as i64)))
+    Some((
+        lines[g - 1..h.min(lines.len())].join("\n"),
+        Some(g as i64),
+        Some((h - g + 1) as i64),
+    ))
 }
 
 /// `z8i`: the printed part appears in the output (or, for numbered listings, once the
@@ -552,17 +661,25 @@ fn track_reads(command: &str, code: i32, output: Option<&str>, cx: &mut Cx<'_>) 
         if f.path.len() > 4096 || (f.requires_exit_zero && code != 0) {
             continue;
         }
-        let Ok(path) = cx.confine(&f.path) else { continue };
+        let Ok(path) = cx.confine(&f.path) else {
+            continue;
+        };
         if cx.state.read_files.contains_key(&path) {
             continue;
         }
-        let Ok(meta) = std::fs::metadata(&path) else { continue };
+        let Ok(meta) = std::fs::metadata(&path) else {
+            continue;
+        };
         if !meta.is_file() || meta.len() > 10_485_760 {
             continue;
         }
-        let Ok(bytes) = std::fs::read(&path) else { continue };
+        let Ok(bytes) = std::fs::read(&path) else {
+            continue;
+        };
         let text = super::write::normalize(&String::from_utf8_lossy(&bytes));
-        let Some((part, offset, limit)) = printed_part(&text, &f) else { continue };
+        let Some((part, offset, limit)) = printed_part(&text, &f) else {
+            continue;
+        };
         if part.trim().is_empty() && !text.trim().is_empty() {
             continue;
         }
@@ -571,7 +688,9 @@ fn track_reads(command: &str, code: i32, output: Option<&str>, cx: &mut Cx<'_>) 
                 continue;
             }
         }
-        let Ok(ts) = super::mtime_ms(&path) else { continue };
+        let Ok(ts) = super::mtime_ms(&path) else {
+            continue;
+        };
         cx.state.remember(
             path,
             super::FileReadState {
@@ -588,7 +707,10 @@ fn track_reads(command: &str, code: i32, output: Option<&str>, cx: &mut Cx<'_>) 
 
 /// The simple commands of a command line, split at top-level `&&`, `||`, `;` and newlines.
 fn split_simple_commands(command: &str) -> Vec<String> {
-    split_commands(command, false).into_iter().filter(|s| !s.trim().is_empty()).collect()
+    split_commands(command, false)
+        .into_iter()
+        .filter(|s| !s.trim().is_empty())
+        .collect()
 }
 
 /// Split a command line at top-level `&&`, `||`, `;`, newlines and, with `pipes`, single `|`,
@@ -623,7 +745,8 @@ fn split_commands(command: &str, pipes: bool) -> Vec<String> {
         } else if c == '"' {
             dq = true;
             cur.push(c);
-        } else if c == ';' || c == '\n' || ((c == '&' || c == '|') && chars.get(i + 1) == Some(&c)) {
+        } else if c == ';' || c == '\n' || ((c == '&' || c == '|') && chars.get(i + 1) == Some(&c))
+        {
             if c == '&' || c == '|' {
                 i += 1;
             }
@@ -646,7 +769,9 @@ const REWRITERS: &str = r"--write|--fix|--in-place|--auto-correct|\bg?sed\b.*\s-
 /// the second) and the read.
 fn stale_read_hint(command: &str, cx: &Cx<'_>, started_floor_ms: i64) -> Option<String> {
     static RE: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
-    let re = RE.get_or_init(|| regex::Regex::new(REWRITERS).ok()).as_ref()?;
+    let re = RE
+        .get_or_init(|| regex::Regex::new(REWRITERS).ok())
+        .as_ref()?;
     if !re.is_match(command) {
         return None;
     }
@@ -655,7 +780,9 @@ fn stale_read_hint(command: &str, cx: &Cx<'_>, started_floor_ms: i64) -> Option<
         .read_order
         .iter()
         .filter(|p| {
-            let Some(st) = cx.state.read_files.get(*p) else { return false };
+            let Some(st) = cx.state.read_files.get(*p) else {
+                return false;
+            };
             super::mtime_ms(p).map_or(false, |m| m > started_floor_ms && m > st.timestamp)
         })
         .collect();
@@ -667,9 +794,17 @@ fn stale_read_hint(command: &str, cx: &Cx<'_>, started_floor_ms: i64) -> Option<
     let shown: Vec<String> = modified
         .iter()
         .take(5)
-        .map(|p| super::relative_path(&cwd, p).filter(|r| !r.is_empty()).unwrap_or_else(|| p.display().to_string()))
+        .map(|p| {
+            super::relative_path(&cwd, p)
+                .filter(|r| !r.is_empty())
+                .unwrap_or_else(|| p.display().to_string())
+        })
         .collect();
-    let more = if modified.len() > 5 { format!(" and {} more", modified.len() - 5) } else { String::new() };
+    let more = if modified.len() > 5 {
+        format!(" and {} more", modified.len() - 5)
+    } else {
+        String::new()
+    };
     Some(format!(
         "[This command modified {} {} you've previously read: {}{more}. Call Read before editing.]",
         modified.len(),
@@ -682,8 +817,14 @@ fn stale_read_hint(command: &str, cx: &Cx<'_>, started_floor_ms: i64) -> Option<
 fn cwd_file_path() -> PathBuf {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    std::env::temp_dir().join(format!("pvisor-claude-cwd-{}-{nanos}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)))
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    std::env::temp_dir().join(format!(
+        "pvisor-claude-cwd-{}-{nanos}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ))
 }
 
 struct RemoveOnDrop(PathBuf);
@@ -695,7 +836,15 @@ impl Drop for RemoveOnDrop {
 }
 
 fn sanitize(id: &str) -> String {
-    id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect()
+    id.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -738,15 +887,31 @@ mod tests {
         assert!(one("grep -n foo x")[0].not_in_context);
         assert!(one("grep foo x && cat y").is_empty());
         assert!(one("grep foo *.rs").is_empty());
-        assert_eq!(shell_words("a 'b c' \"d\\\"e\" f\\ g").unwrap(), vec!["a", "b c", "d\"e", "f g"]);
+        assert_eq!(
+            shell_words("a 'b c' \"d\\\"e\" f\\ g").unwrap(),
+            vec!["a", "b c", "d\"e", "f g"]
+        );
     }
 
     #[test]
     fn printed_parts() {
-        let f = PrintedFile { tail: Some(2), ..PrintedFile::whole("x".into()) };
-        assert_eq!(printed_part("a\nb\nc\n", &f), Some(("b\nc".into(), Some(2), Some(2))));
-        let f = PrintedFile { start: Some(1), end: Some(2), ..PrintedFile::whole("x".into()) };
-        assert_eq!(printed_part("a\nb\nc\n", &f), Some(("a\nb".into(), Some(1), Some(2))));
+        let f = PrintedFile {
+            tail: Some(2),
+            ..PrintedFile::whole("x".into())
+        };
+        assert_eq!(
+            printed_part("a\nb\nc\n", &f),
+            Some(("b\nc".into(), Some(2), Some(2)))
+        );
+        let f = PrintedFile {
+            start: Some(1),
+            end: Some(2),
+            ..PrintedFile::whole("x".into())
+        };
+        assert_eq!(
+            printed_part("a\nb\nc\n", &f),
+            Some(("a\nb".into(), Some(1), Some(2)))
+        );
         assert!(output_shows("  1\ta\n  2\tb", "a\nb", true));
         assert!(!output_shows("  1\ta\n  2\tb", "a\nb", false));
     }

@@ -28,8 +28,14 @@
 //! holding `\uXXXX` escapes) is not reproduced.
 
 use super::read::missing_file_message;
-use super::write::{keep_bom, normalize, read_existing, write_text, Encoding, FILE_STATE_CURRENT, MODIFIED_SINCE_READ, NOT_READ_YET};
-use super::{bad_input, io_error, mtime_ms, null_byte_check, opt_bool, req_str, Cx, FileReadState, Output, ReadGuard};
+use super::write::{
+    keep_bom, normalize, read_existing, write_text, Encoding, FILE_STATE_CURRENT,
+    MODIFIED_SINCE_READ, NOT_READ_YET,
+};
+use super::{
+    bad_input, io_error, mtime_ms, null_byte_check, opt_bool, req_str, Cx, FileReadState, Output,
+    ReadGuard,
+};
 use crate::error::ExecError;
 use serde_json::Value;
 
@@ -60,7 +66,8 @@ fn straighten(s: &str) -> String {
 
 fn has_u_escape(s: &str) -> bool {
     let b = s.as_bytes();
-    b.windows(6).any(|w| w[0] == b'\\' && w[1] == b'u' && w[2..].iter().all(|c| c.is_ascii_hexdigit()))
+    b.windows(6)
+        .any(|w| w[0] == b'\\' && w[1] == b'u' && w[2..].iter().all(|c| c.is_ascii_hexdigit()))
 }
 
 /// `k`: decode `\uXXXX` escapes (an escaped backslash `\\` is kept).
@@ -117,7 +124,10 @@ fn opens_quote(chars: &[char], i: usize) -> bool {
     if i == 0 {
         return true;
     }
-    matches!(chars[i - 1], ' ' | '\t' | '\n' | '\r' | '(' | '[' | '{' | '\u{2014}' | '\u{2013}')
+    matches!(
+        chars[i - 1],
+        ' ' | '\t' | '\n' | '\r' | '(' | '[' | '{' | '\u{2014}' | '\u{2013}'
+    )
 }
 
 /// `T0i`: when the file's text used curly quotes where `old_string` had straight ones,
@@ -136,7 +146,11 @@ fn quote_style(old: &str, actual: &str, new: &str) -> String {
         let snapshot = chars.clone();
         for (i, c) in chars.iter_mut().enumerate() {
             if *c == '"' {
-                *c = if opens_quote(&snapshot, i) { LDQUO } else { RDQUO };
+                *c = if opens_quote(&snapshot, i) {
+                    LDQUO
+                } else {
+                    RDQUO
+                };
             }
         }
     }
@@ -209,10 +223,17 @@ fn normalize_input(input: &Value) -> Value {
     if let Some(m) = v.as_object_mut() {
         if let Some(r) = m.remove("replace_name") {
             if !m.contains_key("replace_all") {
-                m.insert("replace_all".into(), Value::Bool(r == Value::Bool(true) || r == Value::String("true".into())));
+                m.insert(
+                    "replace_all".into(),
+                    Value::Bool(r == Value::Bool(true) || r == Value::String("true".into())),
+                );
             }
         }
-        for (alias, name) in [("path", "file_path"), ("old_str", "old_string"), ("new_str", "new_string")] {
+        for (alias, name) in [
+            ("path", "file_path"),
+            ("old_str", "old_string"),
+            ("new_str", "new_string"),
+        ] {
             if !m.contains_key(name) && m.get(alias).map_or(false, Value::is_string) {
                 if let Some(x) = m.remove(alias) {
                     m.insert(name.into(), x);
@@ -233,7 +254,9 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
         return Ok(out);
     }
     if old == new {
-        return Ok(Output::validation("No changes to make: old_string and new_string are exactly the same."));
+        return Ok(Output::validation(
+            "No changes to make: old_string and new_string are exactly the same.",
+        ));
     }
     let path = cx.confine(file_path)?;
     match std::fs::metadata(&path) {
@@ -252,7 +275,10 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
         if old.is_empty() {
             return create(file_path, new, &path, cx);
         }
-        return Ok(Output::validation(missing_file_message(cx, &cx.expand(file_path))));
+        return Ok(Output::validation(missing_file_message(
+            cx,
+            &cx.expand(file_path),
+        )));
     };
     let content = normalize(&existing.raw);
     if old.is_empty() {
@@ -296,8 +322,14 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
             return Ok(Output::validation(nt.write_refusal()));
         }
         let Some(actual) = find_actual(&content, old) else {
-            let note = if has_u_escape(old) || !old.is_ascii() { ESCAPE_NOTE } else { "" };
-            return Ok(Output::validation(format!("{NOT_FOUND}\nString: {old}{note}")));
+            let note = if has_u_escape(old) || !old.is_ascii() {
+                ESCAPE_NOTE
+            } else {
+                ""
+            };
+            return Ok(Output::validation(format!(
+                "{NOT_FOUND}\nString: {old}{note}"
+            )));
         };
         if let Some(msg) = ambiguity(&content, &actual, replace_all, old) {
             return Ok(Output::validation(msg));
@@ -322,8 +354,13 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
         u
     };
     let bom = existing.raw.starts_with('\u{feff}') && existing.encoding == Encoding::Utf8;
-    let to_write = if bom && !updated.starts_with('\u{feff}') { format!("\u{feff}{updated}") } else { updated.clone() };
-    let ts = write_text(&path, &to_write, existing.encoding, existing.crlf).map_err(|e| io_error(TOOL, e))?;
+    let to_write = if bom && !updated.starts_with('\u{feff}') {
+        format!("\u{feff}{updated}")
+    } else {
+        updated.clone()
+    };
+    let ts = write_text(&path, &to_write, existing.encoding, existing.crlf)
+        .map_err(|e| io_error(TOOL, e))?;
     let not_in_context = match &last {
         None => true,
         Some(st) => !st.in_context() || stale || st.content != content,
@@ -331,7 +368,10 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
     cx.state.remember(
         path.clone(),
         FileReadState {
-            content: updated.strip_prefix('\u{feff}').unwrap_or(&updated).to_string(),
+            content: updated
+                .strip_prefix('\u{feff}')
+                .unwrap_or(&updated)
+                .to_string(),
             timestamp: ts,
             offset: None,
             limit: None,
@@ -357,7 +397,12 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
 }
 
 /// `old_string: ""` on a missing file creates it (with its parent directories).
-fn create(file_path: &str, new: &str, path: &std::path::Path, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
+fn create(
+    file_path: &str,
+    new: &str,
+    path: &std::path::Path,
+    cx: &mut Cx<'_>,
+) -> Result<Output, ExecError> {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(|e| io_error(TOOL, e))?;
     }
@@ -373,7 +418,9 @@ fn create(file_path: &str, new: &str, path: &std::path::Path, cx: &mut Cx<'_>) -
             content_not_in_model_context: false,
         },
     );
-    let mut out = Output::ok(format!("The file {file_path} has been updated successfully.{FILE_STATE_CURRENT}"));
+    let mut out = Output::ok(format!(
+        "The file {file_path} has been updated successfully.{FILE_STATE_CURRENT}"
+    ));
     out.touched.push(cx.relative(path));
     Ok(out)
 }
@@ -385,7 +432,10 @@ fn create(file_path: &str, new: &str, path: &std::path::Path, cx: &mut Cx<'_>) -
 pub(crate) fn run_multi(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
     const MTOOL: &str = "MultiEdit";
     let file_path = req_str(MTOOL, input, "file_path")?;
-    let edits = input.get("edits").and_then(Value::as_array).ok_or_else(|| bad_input(MTOOL, "`edits` must be an array"))?;
+    let edits = input
+        .get("edits")
+        .and_then(Value::as_array)
+        .ok_or_else(|| bad_input(MTOOL, "`edits` must be an array"))?;
     let mut parsed: Vec<(String, String, bool)> = Vec::new();
     for e in edits {
         let o = req_str(MTOOL, e, "old_string")?.to_string();
@@ -407,7 +457,10 @@ pub(crate) fn run_multi(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecEr
                 o
             });
         }
-        return Ok(Output::validation(missing_file_message(cx, &cx.expand(file_path))));
+        return Ok(Output::validation(missing_file_message(
+            cx,
+            &cx.expand(file_path),
+        )));
     };
     if cx.config.read_guard == ReadGuard::Enforce && !cx.state.read_files.contains_key(&path) {
         return Ok(Output::validation(NOT_READ_YET));
@@ -417,27 +470,47 @@ pub(crate) fn run_multi(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecEr
     for (old, new, all) in &parsed {
         let trimmed_old = old.trim_end_matches('\n');
         if !trimmed_old.is_empty() && previous_new.iter().any(|n| n.contains(trimmed_old)) {
-            return Ok(Output::thrown("Cannot edit file: old_string is a substring of a new_string from a previous edit."));
+            return Ok(Output::thrown(
+                "Cannot edit file: old_string is a substring of a new_string from a previous edit.",
+            ));
         }
         if let Some(msg) = ambiguity(&text, old, *all, old) {
             return Ok(Output::thrown(msg));
         }
         let before = text.clone();
-        text = if old.is_empty() { new.clone() } else { apply(&text, old, new, *all) };
+        text = if old.is_empty() {
+            new.clone()
+        } else {
+            apply(&text, old, new, *all)
+        };
         if text == before {
             return Ok(Output::thrown(NOT_APPLIED));
         }
         previous_new.push(new.clone());
     }
     if text == content {
-        return Ok(Output::thrown("Original and edited file match exactly. Failed to apply edit."));
+        return Ok(Output::thrown(
+            "Original and edited file match exactly. Failed to apply edit.",
+        ));
     }
     let existing = existing.expect("checked above");
-    let ts = write_text(&path, &keep_bom(Some(&existing.raw), &text), existing.encoding, existing.crlf)
-        .map_err(|e| io_error(MTOOL, e))?;
+    let ts = write_text(
+        &path,
+        &keep_bom(Some(&existing.raw), &text),
+        existing.encoding,
+        existing.crlf,
+    )
+    .map_err(|e| io_error(MTOOL, e))?;
     cx.state.remember(
         path.clone(),
-        FileReadState { content: text, timestamp: ts, offset: None, limit: None, is_partial_view: false, content_not_in_model_context: false },
+        FileReadState {
+            content: text,
+            timestamp: ts,
+            offset: None,
+            limit: None,
+            is_partial_view: false,
+            content_not_in_model_context: false,
+        },
     );
     let mut out = Output::ok(multi_text(file_path, &parsed));
     out.touched.push(cx.relative(&path));
@@ -458,9 +531,20 @@ fn multi_text(file_path: &str, edits: &[(String, String, bool)]) -> String {
     let lines: Vec<String> = edits
         .iter()
         .enumerate()
-        .map(|(i, (o, nw, _))| format!("{}. Replaced \"{}\" with \"{}\"", i + 1, cut50(o), cut50(nw)))
+        .map(|(i, (o, nw, _))| {
+            format!(
+                "{}. Replaced \"{}\" with \"{}\"",
+                i + 1,
+                cut50(o),
+                cut50(nw)
+            )
+        })
         .collect();
-    format!("Applied {n} edit{} to {file_path}:\n{}", if n == 1 { "" } else { "s" }, lines.join("\n"))
+    format!(
+        "Applied {n} edit{} to {file_path}:\n{}",
+        if n == 1 { "" } else { "s" },
+        lines.join("\n")
+    )
 }
 
 #[cfg(test)]
@@ -469,16 +553,25 @@ mod tests {
 
     #[test]
     fn exact_and_quote_normalized_matching() {
-        assert_eq!(find_actual("say \u{201C}hi\u{201D} now", "\"hi\"").as_deref(), Some("\u{201C}hi\u{201D}"));
+        assert_eq!(
+            find_actual("say \u{201C}hi\u{201D} now", "\"hi\"").as_deref(),
+            Some("\u{201C}hi\u{201D}")
+        );
         assert_eq!(find_actual("abc", "b").as_deref(), Some("b"));
         assert_eq!(find_actual("abc", "x"), None);
-        assert_eq!(find_actual("caf\u{e9}", "caf\\u00e9").as_deref(), Some("caf\u{e9}"));
+        assert_eq!(
+            find_actual("caf\u{e9}", "caf\\u00e9").as_deref(),
+            Some("caf\u{e9}")
+        );
     }
 
     #[test]
     fn new_string_takes_curly_quotes() {
         let actual = "\u{201C}hi\u{201D}";
-        assert_eq!(quote_style("\"hi\"", actual, "\"bye\""), "\u{201C}bye\u{201D}");
+        assert_eq!(
+            quote_style("\"hi\"", actual, "\"bye\""),
+            "\u{201C}bye\u{201D}"
+        );
         let actual = "it\u{2019}s";
         assert_eq!(quote_style("it's", actual, "don't"), "don\u{2019}t");
     }
@@ -493,7 +586,9 @@ mod tests {
     #[test]
     fn ambiguity_text() {
         let m = ambiguity("x x x", "x", false, "x").unwrap();
-        assert!(m.starts_with("Found 3 matches of the string to replace, but replace_all is false."));
+        assert!(
+            m.starts_with("Found 3 matches of the string to replace, but replace_all is false.")
+        );
         assert!(m.ends_with("\nString: x"));
         assert!(ambiguity("x x", "x", true, "x").is_none());
         assert!(ambiguity("xx", "xx", false, "xx").is_none());
@@ -501,7 +596,12 @@ mod tests {
 
     #[test]
     fn aliases() {
-        let v = normalize_input(&serde_json::json!({"path": "/a", "old_str": "x", "new_str": "y", "replace_name": "true"}));
-        assert_eq!(v, serde_json::json!({"file_path": "/a", "old_string": "x", "new_string": "y", "replace_all": true}));
+        let v = normalize_input(
+            &serde_json::json!({"path": "/a", "old_str": "x", "new_str": "y", "replace_name": "true"}),
+        );
+        assert_eq!(
+            v,
+            serde_json::json!({"file_path": "/a", "old_string": "x", "new_string": "y", "replace_all": true})
+        );
     }
 }

@@ -54,18 +54,21 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
     }
     let (search_dir, rel_pattern) = match split_absolute(pattern) {
         Some((d, p)) => (d, p),
-        None => (path.map(|p| cx.expand(p)).unwrap_or_else(|| cx.cwd()), pattern.to_string()),
+        None => (
+            path.map(|p| cx.expand(p)).unwrap_or_else(|| cx.cwd()),
+            pattern.to_string(),
+        ),
     };
     if let Some(p) = path {
         if split_absolute(pattern).is_none() {
             match std::fs::metadata(&search_dir) {
-                Err(_) => {
-                    return Ok(Output::thrown(format!(
-                        "Directory does not exist: {p}. Note: your current working directory is {}.",
-                        cx.cwd().display()
-                    )))
+                Err(_) => return Ok(Output::thrown(format!(
+                    "Directory does not exist: {p}. Note: your current working directory is {}.",
+                    cx.cwd().display()
+                ))),
+                Ok(m) if !m.is_dir() => {
+                    return Ok(Output::thrown(format!("Path is not a directory: {p}")))
                 }
-                Ok(m) if !m.is_dir() => return Ok(Output::thrown(format!("Path is not a directory: {p}"))),
                 _ => {}
             }
         }
@@ -76,7 +79,12 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
     }
     let files = match list(&root, &rel_pattern) {
         Ok(f) => f,
-        Err(msg) => return Err(ExecError::Unsupported { tool: TOOL.into(), reason: msg }),
+        Err(msg) => {
+            return Err(ExecError::Unsupported {
+                tool: TOOL.into(),
+                reason: msg,
+            })
+        }
     };
     if files.is_empty() {
         return Ok(Output::ok("No files found"));
@@ -104,8 +112,11 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
 /// Files under `root` matching the ripgrep glob, oldest first.
 pub(crate) fn list(root: &Path, pattern: &str) -> Result<Vec<PathBuf>, String> {
     let mut ob = OverrideBuilder::new(root);
-    ob.add(pattern).map_err(|e| format!("glob pattern not reproduced: {e}"))?;
-    let overrides = ob.build().map_err(|e| format!("glob pattern not reproduced: {e}"))?;
+    ob.add(pattern)
+        .map_err(|e| format!("glob pattern not reproduced: {e}"))?;
+    let overrides = ob
+        .build()
+        .map_err(|e| format!("glob pattern not reproduced: {e}"))?;
     let walker = WalkBuilder::new(root)
         .standard_filters(false)
         .hidden(false)
@@ -117,7 +128,9 @@ pub(crate) fn list(root: &Path, pattern: &str) -> Result<Vec<PathBuf>, String> {
         // Without --follow ripgrep lists regular files only (a symlink's own type is not
         // "file"), so links are skipped like in `rg --files`.
         if entry.depth() > 0 && entry.file_type().map_or(false, |t| t.is_file()) {
-            let mtime = std::fs::symlink_metadata(entry.path()).and_then(|m| m.modified()).unwrap_or(SystemTime::UNIX_EPOCH);
+            let mtime = std::fs::symlink_metadata(entry.path())
+                .and_then(|m| m.modified())
+                .unwrap_or(SystemTime::UNIX_EPOCH);
             found.push((mtime, entry.into_path()));
         }
     }

@@ -70,7 +70,11 @@ enum Line {
 
 /// `gSt`: apply `offset` and `head_limit` (0 = unlimited); returns the kept items and the
 /// limit when it cut something.
-fn paginate<T: Clone>(items: &[T], head_limit: Option<i64>, offset: usize) -> (Vec<T>, Option<i64>) {
+fn paginate<T: Clone>(
+    items: &[T],
+    head_limit: Option<i64>,
+    offset: usize,
+) -> (Vec<T>, Option<i64>) {
     if head_limit == Some(0) {
         return (items.iter().skip(offset).cloned().collect(), None);
     }
@@ -107,7 +111,12 @@ fn split_globs(glob: &str) -> Vec<String> {
 
 fn omit_long(text: String, matching: bool) -> String {
     if text.encode_utf16().count() > MAX_LINE {
-        if matching { "[Omitted long matching line]" } else { "[Omitted long context line]" }.to_string()
+        if matching {
+            "[Omitted long matching line]"
+        } else {
+            "[Omitted long context line]"
+        }
+        .to_string()
     } else {
         text
     }
@@ -144,11 +153,21 @@ fn content_lines(data: &[u8], re: &Regex, o: &Options) -> Vec<Line> {
                 continue;
             }
             let first = line_of(m.start());
-            let last = line_of(if m.end() > m.start() { m.end() - 1 } else { m.start() });
+            let last = line_of(if m.end() > m.start() {
+                m.end() - 1
+            } else {
+                m.start()
+            });
             matched.push((first, last));
             if o.only_matching {
-                for (k, part) in String::from_utf8_lossy(m.as_bytes()).split('\n').enumerate() {
-                    only.push((first + k, part.strip_suffix('\r').unwrap_or(part).to_string()));
+                for (k, part) in String::from_utf8_lossy(m.as_bytes())
+                    .split('\n')
+                    .enumerate()
+                {
+                    only.push((
+                        first + k,
+                        part.strip_suffix('\r').unwrap_or(part).to_string(),
+                    ));
                 }
             }
         }
@@ -180,13 +199,27 @@ fn content_lines(data: &[u8], re: &Regex, o: &Options) -> Vec<Line> {
             if o.context_breaks && last.map_or(false, |l| n > l + 1) {
                 out.push(Line::Break);
             }
-            out.push(Line::Text { n: n + 1, sep: ':', text: omit_long(text, true) });
+            out.push(Line::Text {
+                n: n + 1,
+                sep: ':',
+                text: omit_long(text, true),
+            });
             last = Some(n);
         }
         return out;
     }
     // Merge matched ranges with their context, like ripgrep's printer.
-    let total = if data.ends_with(b"\n") { starts.len().saturating_sub(if line_text(starts.len() - 1).is_empty() { 1 } else { 0 }) } else { starts.len() };
+    let total = if data.ends_with(b"\n") {
+        starts
+            .len()
+            .saturating_sub(if line_text(starts.len() - 1).is_empty() {
+                1
+            } else {
+                0
+            })
+    } else {
+        starts.len()
+    };
     let is_match = {
         let mut v = vec![false; starts.len()];
         for &(a, b) in &matched {
@@ -213,15 +246,29 @@ fn content_lines(data: &[u8], re: &Regex, o: &Options) -> Vec<Line> {
             out.push(Line::Break);
         }
         let m = is_match[i];
-        out.push(Line::Text { n: i + 1, sep: if m { ':' } else { '-' }, text: omit_long(decode(line_text(i)), m) });
+        out.push(Line::Text {
+            n: i + 1,
+            sep: if m { ':' } else { '-' },
+            text: omit_long(decode(line_text(i)), m),
+        });
         last = Some(i);
     }
     out
 }
 
 fn count_matching_lines(data: &[u8], re: &Regex, multiline: bool) -> usize {
-    let o = Options { before: 0, after: 0, context_breaks: false, line_numbers: false, only_matching: false, multiline };
-    content_lines(data, re, &o).iter().filter(|l| matches!(l, Line::Text { sep: ':', .. })).count()
+    let o = Options {
+        before: 0,
+        after: 0,
+        context_breaks: false,
+        line_numbers: false,
+        only_matching: false,
+        multiline,
+    };
+    content_lines(data, re, &o)
+        .iter()
+        .filter(|l| matches!(l, Line::Text { sep: ':', .. }))
+        .count()
 }
 
 fn has_match(data: &[u8], re: &Regex, multiline: bool) -> bool {
@@ -237,7 +284,10 @@ fn searchable(data: &[u8]) -> (&[u8], Option<usize>) {
     match data.iter().position(|&b| b == 0) {
         None => (data, None),
         Some(p) => {
-            let line_start = data[..p].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            let line_start = data[..p]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |i| i + 1);
             (&data[..line_start], Some(p))
         }
     }
@@ -245,7 +295,9 @@ fn searchable(data: &[u8]) -> (&[u8], Option<usize>) {
 
 /// JavaScript `localeCompare` approximated: case-insensitive first, then byte order.
 fn locale_cmp(a: &str, b: &str) -> std::cmp::Ordering {
-    a.to_lowercase().cmp(&b.to_lowercase()).then_with(|| a.cmp(b))
+    a.to_lowercase()
+        .cmp(&b.to_lowercase())
+        .then_with(|| a.cmp(b))
 }
 
 pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
@@ -270,14 +322,28 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
     let offset = opt_int(TOOL, input, "offset")?;
     let multiline = opt_bool(TOOL, input, "multiline")?.unwrap_or(false);
 
-    if let Some(out) = null_byte_check(TOOL, &[("pattern", Some(pattern)), ("path", path), ("glob", glob), ("type", ftype)]) {
+    if let Some(out) = null_byte_check(
+        TOOL,
+        &[
+            ("pattern", Some(pattern)),
+            ("path", path),
+            ("glob", glob),
+            ("type", ftype),
+        ],
+    ) {
         return Ok(out);
     }
     for (name, v) in [("head_limit", head_limit), ("offset", offset)] {
         if let Some(v) = v {
             if v < 0 {
-                let extra = if name == "head_limit" { " Pass 0 for unlimited." } else { "" };
-                return Ok(Output::validation(format!("{name} must be a whole number of 0 or more, got {v}.{extra}")));
+                let extra = if name == "head_limit" {
+                    " Pass 0 for unlimited."
+                } else {
+                    ""
+                };
+                return Ok(Output::validation(format!(
+                    "{name} must be a whole number of 0 or more, got {v}.{extra}"
+                )));
             }
         }
     }
@@ -299,17 +365,38 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
     let ctx_n = context.filter(|&v| v != 0).or(c.or(context));
     let (before, after) = match ctx_n {
         Some(n) if n != 0 => (n.max(0) as usize, n.max(0) as usize),
-        _ => (b.unwrap_or(0).max(0) as usize, a.unwrap_or(0).max(0) as usize),
+        _ => (
+            b.unwrap_or(0).max(0) as usize,
+            a.unwrap_or(0).max(0) as usize,
+        ),
     };
-    let context_breaks = [context, c, b, a].iter().any(|v| v.map_or(false, |x| x > 0)) && mode == Mode::Content;
-    let opts = Options { before, after, context_breaks, line_numbers, only_matching, multiline };
+    let context_breaks = [context, c, b, a]
+        .iter()
+        .any(|v| v.map_or(false, |x| x > 0))
+        && mode == Mode::Content;
+    let opts = Options {
+        before,
+        after,
+        context_breaks,
+        line_numbers,
+        only_matching,
+        multiline,
+    };
 
     let mut rb = RegexBuilder::new(pattern);
-    rb.case_insensitive(case_insensitive).multi_line(true).dot_matches_new_line(multiline).size_limit(100 << 20);
+    rb.case_insensitive(case_insensitive)
+        .multi_line(true)
+        .dot_matches_new_line(multiline)
+        .size_limit(100 << 20);
     let re = match rb.build() {
         Ok(r) => r,
         Err(e) => {
-            return Err(ExecError::Unsupported { tool: TOOL.into(), reason: format!("ripgrep would reject the pattern; its error text is not reproduced ({e})") })
+            return Err(ExecError::Unsupported {
+                tool: TOOL.into(),
+                reason: format!(
+                    "ripgrep would reject the pattern; its error text is not reproduced ({e})"
+                ),
+            })
         }
     };
 
@@ -317,18 +404,25 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
     let files: Vec<PathBuf> = if is_dir {
         let mut ob = OverrideBuilder::new(&real_target);
         for d in VCS_DIRS {
-            ob.add(&format!("!{d}")).map_err(|e| bad_input(TOOL, e.to_string()))?;
+            ob.add(&format!("!{d}"))
+                .map_err(|e| bad_input(TOOL, e.to_string()))?;
         }
         if let Some(g) = glob {
             for pat in split_globs(g) {
                 if ob.add(&pat).is_err() {
-                    return Err(ExecError::Unsupported { tool: TOOL.into(), reason: format!("glob {pat:?}: ripgrep's error text is not reproduced") });
+                    return Err(ExecError::Unsupported {
+                        tool: TOOL.into(),
+                        reason: format!("glob {pat:?}: ripgrep's error text is not reproduced"),
+                    });
                 }
             }
         }
         let overrides = ob.build().map_err(|e| bad_input(TOOL, e.to_string()))?;
         let mut wb = WalkBuilder::new(&real_target);
-        wb.hidden(false).follow_links(false).overrides(overrides).add_custom_ignore_filename(".rgignore");
+        wb.hidden(false)
+            .follow_links(false)
+            .overrides(overrides)
+            .add_custom_ignore_filename(".rgignore");
         if let Some(t) = ftype {
             let mut tb = TypesBuilder::new();
             tb.add_defaults();
@@ -338,7 +432,12 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
                     wb.types(types);
                 }
                 Err(_) => {
-                    return Err(ExecError::Unsupported { tool: TOOL.into(), reason: format!("unknown --type {t:?}: ripgrep's error text is not reproduced") })
+                    return Err(ExecError::Unsupported {
+                        tool: TOOL.into(),
+                        reason: format!(
+                            "unknown --type {t:?}: ripgrep's error text is not reproduced"
+                        ),
+                    })
                 }
             }
         }
@@ -358,7 +457,11 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
     let lexical_target = super::normalize_lexically(&target);
     let show = |p: &Path| -> String {
         let rel = p.strip_prefix(&real_target).unwrap_or(p);
-        let lex = if rel.as_os_str().is_empty() { lexical_target.clone() } else { lexical_target.join(rel) };
+        let lex = if rel.as_os_str().is_empty() {
+            lexical_target.clone()
+        } else {
+            lexical_target.join(rel)
+        };
         cx.display_relative(&lex)
     };
 
@@ -367,9 +470,15 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
             let mut hits: Vec<(SystemTime, PathBuf)> = Vec::new();
             for f in &files {
                 let Ok(data) = std::fs::read(f) else { continue };
-                let (data, _) = if is_dir { searchable(&data) } else { (&data[..], None) };
+                let (data, _) = if is_dir {
+                    searchable(&data)
+                } else {
+                    (&data[..], None)
+                };
                 if has_match(data, &re, multiline) {
-                    let t = std::fs::metadata(f).and_then(|m| m.modified()).unwrap_or(SystemTime::UNIX_EPOCH);
+                    let t = std::fs::metadata(f)
+                        .and_then(|m| m.modified())
+                        .unwrap_or(SystemTime::UNIX_EPOCH);
                     hits.push((t, f.clone()));
                 }
             }
@@ -382,7 +491,10 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
             let (kept, applied) = paginate(&hits, head_limit, offset);
             if kept.is_empty() {
                 if offset > 0 && total > 0 {
-                    return Ok(Output::ok(format!("No entries at this offset. [Showing results with pagination = {}]", pagination(applied, offset))));
+                    return Ok(Output::ok(format!(
+                        "No entries at this offset. [Showing results with pagination = {}]",
+                        pagination(applied, offset)
+                    )));
                 }
                 return Ok(Output::ok("No files found"));
             }
@@ -392,7 +504,11 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
             Ok(Output::ok(format!(
                 "Found {n} {}{}\n{}",
                 plural(n, "file"),
-                if pg.is_empty() { String::new() } else { format!(" {pg}") },
+                if pg.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {pg}")
+                },
                 names.join("\n")
             )))
         }
@@ -400,7 +516,11 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
             let mut rows: Vec<(PathBuf, usize)> = Vec::new();
             for f in &files {
                 let Ok(data) = std::fs::read(f) else { continue };
-                let (data, _) = if is_dir { searchable(&data) } else { (&data[..], None) };
+                let (data, _) = if is_dir {
+                    searchable(&data)
+                } else {
+                    (&data[..], None)
+                };
                 let n = count_matching_lines(data, &re, multiline);
                 if n > 0 {
                     rows.push((f.clone(), n));
@@ -410,7 +530,10 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
             let nfiles = rows.len();
             rows.sort_by(|x, y| x.0.as_os_str().cmp(y.0.as_os_str()));
             let (kept, applied) = paginate(&rows, head_limit, offset);
-            let lines: Vec<String> = kept.iter().map(|(p, n)| format!("{}:{n}", show(p))).collect();
+            let lines: Vec<String> = kept
+                .iter()
+                .map(|(p, n)| format!("{}:{n}", show(p)))
+                .collect();
             let pg = pagination(applied, offset);
             let body = if !lines.is_empty() {
                 lines.join("\n")
@@ -421,16 +544,28 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
             };
             Ok(Output::ok(format!(
                 "{body}\n\nFound {matches} total {} across {nfiles} {}.{}",
-                if matches == 1 { "occurrence" } else { "occurrences" },
+                if matches == 1 {
+                    "occurrence"
+                } else {
+                    "occurrences"
+                },
                 plural(nfiles, "file"),
-                if pg.is_empty() { String::new() } else { format!(" with pagination = {pg}") }
+                if pg.is_empty() {
+                    String::new()
+                } else {
+                    format!(" with pagination = {pg}")
+                }
             )))
         }
         Mode::Content => {
             let mut groups: Vec<(String, Vec<Line>)> = Vec::new();
             for f in &files {
                 let Ok(data) = std::fs::read(f) else { continue };
-                let (slice, binary) = if is_dir { searchable(&data) } else { (&data[..], None) };
+                let (slice, binary) = if is_dir {
+                    searchable(&data)
+                } else {
+                    (&data[..], None)
+                };
                 let mut lines = content_lines(slice, &re, &opts);
                 if let (Some(off), false) = (binary, lines.is_empty()) {
                     lines.push(Line::Binary(off));
@@ -443,18 +578,31 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
             let mut all: Vec<String> = Vec::new();
             for (p, lines) in &groups {
                 let shown = show(Path::new(p));
-                if opts.context_breaks && !all.is_empty() && all.last().map(String::as_str) != Some("--") {
+                if opts.context_breaks
+                    && !all.is_empty()
+                    && all.last().map(String::as_str) != Some("--")
+                {
                     all.push("--".into());
                 }
                 for l in lines {
                     let s = match l {
                         Line::Break => "--".to_string(),
                         Line::Binary(off) => {
-                            let t = format!("binary file matches (found \"\\0\" byte around offset {off})");
-                            if is_dir { format!("{shown}:{t}") } else { t }
+                            let t = format!(
+                                "binary file matches (found \"\\0\" byte around offset {off})"
+                            );
+                            if is_dir {
+                                format!("{shown}:{t}")
+                            } else {
+                                t
+                            }
                         }
                         Line::Text { n, sep, text } => {
-                            let rest = if opts.line_numbers { format!("{n}{sep}{text}") } else { text.clone() };
+                            let rest = if opts.line_numbers {
+                                format!("{n}{sep}{text}")
+                            } else {
+                                text.clone()
+                            };
                             if is_dir {
                                 format!("{shown}{sep}{rest}")
                             } else {
@@ -478,7 +626,11 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
             } else {
                 "No matches found".to_string()
             };
-            let text = if pg.is_empty() { body } else { format!("{body}\n\n[Showing results with pagination = {pg}]") };
+            let text = if pg.is_empty() {
+                body
+            } else {
+                format!("{body}\n\n[Showing results with pagination = {pg}]")
+            };
             Ok(Output::ok(text))
         }
     }
@@ -489,7 +641,14 @@ mod tests {
     use super::*;
 
     fn opts(before: usize, after: usize) -> Options {
-        Options { before, after, context_breaks: before + after > 0, line_numbers: true, only_matching: false, multiline: false }
+        Options {
+            before,
+            after,
+            context_breaks: before + after > 0,
+            line_numbers: true,
+            only_matching: false,
+            multiline: false,
+        }
     }
 
     #[test]
@@ -497,25 +656,76 @@ mod tests {
         let re = Regex::new("b|e").unwrap();
         let data = b"a\nb\nc\nd\ne\nf\n";
         let got = content_lines(data, &re, &opts(0, 0));
-        assert_eq!(got, vec![Line::Text { n: 2, sep: ':', text: "b".into() }, Line::Text { n: 5, sep: ':', text: "e".into() }]);
+        assert_eq!(
+            got,
+            vec![
+                Line::Text {
+                    n: 2,
+                    sep: ':',
+                    text: "b".into()
+                },
+                Line::Text {
+                    n: 5,
+                    sep: ':',
+                    text: "e".into()
+                }
+            ]
+        );
         let got = content_lines(data, &re, &opts(1, 0));
         assert_eq!(got.len(), 5);
         assert_eq!(got[2], Line::Break);
-        assert_eq!(got[1], Line::Text { n: 2, sep: ':', text: "b".into() });
-        assert_eq!(got[0], Line::Text { n: 1, sep: '-', text: "a".into() });
+        assert_eq!(
+            got[1],
+            Line::Text {
+                n: 2,
+                sep: ':',
+                text: "b".into()
+            }
+        );
+        assert_eq!(
+            got[0],
+            Line::Text {
+                n: 1,
+                sep: '-',
+                text: "a".into()
+            }
+        );
     }
 
     #[test]
     fn multiline_spans() {
-        let re = RegexBuilder::new("b.c").dot_matches_new_line(true).build().unwrap();
-        let o = Options { multiline: true, ..opts(0, 0) };
+        let re = RegexBuilder::new("b.c")
+            .dot_matches_new_line(true)
+            .build()
+            .unwrap();
+        let o = Options {
+            multiline: true,
+            ..opts(0, 0)
+        };
         let got = content_lines(b"a\nb\nc\nd\n", &re, &o);
-        assert_eq!(got, vec![Line::Text { n: 2, sep: ':', text: "b".into() }, Line::Text { n: 3, sep: ':', text: "c".into() }]);
+        assert_eq!(
+            got,
+            vec![
+                Line::Text {
+                    n: 2,
+                    sep: ':',
+                    text: "b".into()
+                },
+                Line::Text {
+                    n: 3,
+                    sep: ':',
+                    text: "c".into()
+                }
+            ]
+        );
     }
 
     #[test]
     fn glob_splitting() {
-        assert_eq!(split_globs("*.ts,*.tsx *.{js,jsx}"), vec!["*.ts", "*.tsx", "*.{js,jsx}"]);
+        assert_eq!(
+            split_globs("*.ts,*.tsx *.{js,jsx}"),
+            vec!["*.ts", "*.tsx", "*.{js,jsx}"]
+        );
     }
 
     #[test]
@@ -533,6 +743,13 @@ mod tests {
         let re = Regex::new("x").unwrap();
         let line = "x".repeat(501);
         let got = content_lines(line.as_bytes(), &re, &opts(0, 0));
-        assert_eq!(got, vec![Line::Text { n: 1, sep: ':', text: "[Omitted long matching line]".into() }]);
+        assert_eq!(
+            got,
+            vec![Line::Text {
+                n: 1,
+                sep: ':',
+                text: "[Omitted long matching line]".into()
+            }]
+        );
     }
 }

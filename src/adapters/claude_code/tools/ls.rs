@@ -25,7 +25,9 @@ const MAX_FILES: usize = 1000;
 
 fn skip(path: &Path) -> bool {
     let s = path.to_string_lossy();
-    path.file_name().map_or(false, |n| n.to_string_lossy().starts_with('.')) || s.contains("__pycache__/")
+    path.file_name()
+        .map_or(false, |n| n.to_string_lossy().starts_with('.'))
+        || s.contains("__pycache__/")
 }
 
 struct Node {
@@ -35,7 +37,9 @@ struct Node {
 }
 
 fn insert(level: &mut Vec<Node>, parts: &[&str], is_dir_entry: bool) {
-    let Some((first, rest)) = parts.split_first() else { return };
+    let Some((first, rest)) = parts.split_first() else {
+        return;
+    };
     if first.is_empty() {
         return insert(level, rest, is_dir_entry);
     }
@@ -43,7 +47,11 @@ fn insert(level: &mut Vec<Node>, parts: &[&str], is_dir_entry: bool) {
     let idx = match level.iter().position(|n| n.name == *first) {
         Some(i) => i,
         None => {
-            level.push(Node { name: first.to_string(), dir: !last || is_dir_entry, children: Vec::new() });
+            level.push(Node {
+                name: first.to_string(),
+                dir: !last || is_dir_entry,
+                children: Vec::new(),
+            });
             level.len() - 1
         }
     };
@@ -54,7 +62,11 @@ fn insert(level: &mut Vec<Node>, parts: &[&str], is_dir_entry: bool) {
 
 fn print(tree: &[Node], prefix: &str, out: &mut String) {
     for n in tree {
-        out.push_str(&format!("{prefix}- {}{}\n", n.name, if n.dir { "/" } else { "" }));
+        out.push_str(&format!(
+            "{prefix}- {}{}\n",
+            n.name,
+            if n.dir { "/" } else { "" }
+        ));
         if !n.children.is_empty() {
             print(&n.children, &format!("{prefix}  "), out);
         }
@@ -78,9 +90,14 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
             continue;
         }
         if dir != root {
-            results.push((super::relative_path(&cwd_real, &dir).unwrap_or_default() + "/", true));
+            results.push((
+                super::relative_path(&cwd_real, &dir).unwrap_or_default() + "/",
+                true,
+            ));
         }
-        let Ok(rd) = std::fs::read_dir(&dir) else { continue };
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
         for e in rd.flatten() {
             let p = e.path();
             if e.file_type().map_or(false, |t| t.is_dir()) {
@@ -89,7 +106,10 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
                 if skip(&p) {
                     continue;
                 }
-                results.push((super::relative_path(&cwd_real, &p).unwrap_or_default(), false));
+                results.push((
+                    super::relative_path(&cwd_real, &p).unwrap_or_default(),
+                    false,
+                ));
                 if results.len() > MAX_FILES {
                     break 'walk;
                 }

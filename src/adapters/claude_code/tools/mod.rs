@@ -37,8 +37,8 @@ pub mod grep;
 pub mod ls;
 pub mod notebook;
 pub mod read;
-pub mod write;
 pub(crate) mod text;
+pub mod write;
 
 use crate::adapter::{ExecContext, Observation, ToolCall, ToolClass, ToolOutcome};
 use crate::adapters::claude_code::parse::ParsedSession;
@@ -65,9 +65,8 @@ pub fn classify(tool: &str, input: &Value) -> ToolClass {
             }
         }
         "Write" | "Edit" | "MultiEdit" | "NotebookEdit" => ToolClass::Mutating,
-        "Agent" | "Task" | "TaskOutput" | "TodoWrite" | "WebFetch" | "WebSearch" | "BashOutput" | "KillShell" => {
-            ToolClass::NonRegenerable
-        }
+        "Agent" | "Task" | "TaskOutput" | "TodoWrite" | "WebFetch" | "WebSearch" | "BashOutput"
+        | "KillShell" => ToolClass::NonRegenerable,
         t if t.starts_with("Task") => ToolClass::NonRegenerable,
         _ => ToolClass::Unknown,
     }
@@ -132,21 +131,39 @@ impl ToolConfig {
             .chain
             .iter()
             .rev()
-            .filter_map(|&i| session.records[i].value.get("permissionMode").and_then(Value::as_str))
+            .filter_map(|&i| {
+                session.records[i]
+                    .value
+                    .get("permissionMode")
+                    .and_then(Value::as_str)
+            })
             .next()
             .map(str::to_owned);
         let read_guard = match mode.as_deref() {
             Some("bypassPermissions") | Some("acceptEdits") => ReadGuard::Skip,
             _ => ReadGuard::Enforce,
         };
-        let legacy_tools = session.recorded_version.as_deref().and_then(parse_version).map_or(false, |v| v < (2, 1, 0));
-        ToolConfig { cwd: session.original_cwd.clone(), read_guard, legacy_tools, ..ToolConfig::default() }
+        let legacy_tools = session
+            .recorded_version
+            .as_deref()
+            .and_then(parse_version)
+            .map_or(false, |v| v < (2, 1, 0));
+        ToolConfig {
+            cwd: session.original_cwd.clone(),
+            read_guard,
+            legacy_tools,
+            ..ToolConfig::default()
+        }
     }
 }
 
 /// "2.1.332" (or "2.1.332 (Claude Code)") → (2, 1, 332).
 pub(crate) fn parse_version(v: &str) -> Option<(u32, u32, u32)> {
-    let mut it = v.split_whitespace().next()?.split('.').map(|p| p.parse::<u32>().ok());
+    let mut it = v
+        .split_whitespace()
+        .next()?
+        .split('.')
+        .map(|p| p.parse::<u32>().ok());
     Some((it.next()??, it.next()??, it.next().flatten().unwrap_or(0)))
 }
 
@@ -173,7 +190,9 @@ impl FileReadState {
         }
         match self.limit {
             None => true,
-            Some(l) => !self.content.is_empty() && (self.content.matches('\n').count() as i64) + 1 < l,
+            Some(l) => {
+                !self.content.is_empty() && (self.content.matches('\n').count() as i64) + 1 < l
+            }
         }
     }
 
@@ -240,19 +259,31 @@ pub(crate) struct Output {
 impl Output {
     /// A successful result (`mapToolResultToToolResultBlockParam`).
     pub fn ok(text: impl Into<String>) -> Self {
-        Output { text: text.into(), mapped: true, ..Default::default() }
+        Output {
+            text: text.into(),
+            mapped: true,
+            ..Default::default()
+        }
     }
 
     /// A `validateInput` refusal: `<tool_use_error>…</tool_use_error>`, `is_error: true`
     /// (`chunk-bqhgd24a.js`, the `en` helper of the tool runner).
     pub fn validation(message: impl AsRef<str>) -> Self {
-        Output { text: format!("<tool_use_error>{}</tool_use_error>", message.as_ref()), is_error: true, ..Default::default() }
+        Output {
+            text: format!("<tool_use_error>{}</tool_use_error>", message.as_ref()),
+            is_error: true,
+            ..Default::default()
+        }
     }
 
     /// An error thrown by the tool's `call`: the message as is (capped like `s9`/`cp` in
     /// `chunk-j4fv94pp.js`/`chunk-6bm6jz2w.js`), `is_error: true`.
     pub fn thrown(message: impl AsRef<str>) -> Self {
-        Output { text: text::cap_error(message.as_ref()), is_error: true, ..Default::default() }
+        Output {
+            text: text::cap_error(message.as_ref()),
+            is_error: true,
+            ..Default::default()
+        }
     }
 }
 
@@ -272,19 +303,28 @@ impl Cx<'_> {
 
     /// The session's starting directory (`Ee()`).
     pub fn start_cwd(&self) -> PathBuf {
-        self.config.cwd.clone().unwrap_or_else(|| self.exec.workspace.clone())
+        self.config
+            .cwd
+            .clone()
+            .unwrap_or_else(|| self.exec.workspace.clone())
     }
 
     /// `Ik`: expand `~` and resolve a relative path against the current directory
     /// (lexically, no symlinks).
     pub fn expand(&self, given: &str) -> PathBuf {
         let p = if given == "~" || given.starts_with("~/") {
-            let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/"));
+            let home = std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("/"));
             home.join(given.trim_start_matches('~').trim_start_matches('/'))
         } else {
             PathBuf::from(given)
         };
-        let abs = if p.is_absolute() { p } else { self.cwd().join(p) };
+        let abs = if p.is_absolute() {
+            p
+        } else {
+            self.cwd().join(p)
+        };
         normalize_lexically(&abs)
     }
 
@@ -296,8 +336,12 @@ impl Cx<'_> {
 
     /// Workspace-relative form of a confined path, for [`ToolOutcome::touched`].
     pub fn relative(&self, confined: &Path) -> PathBuf {
-        let root = std::fs::canonicalize(&self.exec.workspace).unwrap_or_else(|_| self.exec.workspace.clone());
-        confined.strip_prefix(&root).map(Path::to_path_buf).unwrap_or_else(|_| confined.to_path_buf())
+        let root = std::fs::canonicalize(&self.exec.workspace)
+            .unwrap_or_else(|_| self.exec.workspace.clone());
+        confined
+            .strip_prefix(&root)
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|_| confined.to_path_buf())
     }
 
     /// `y0t`: a path relative to the current directory unless that starts with `..`.
@@ -338,7 +382,11 @@ pub(crate) fn normalize_lexically(p: &Path) -> PathBuf {
 pub(crate) fn relative_path(from: &Path, to: &Path) -> Option<String> {
     let from: Vec<_> = from.components().collect();
     let to: Vec<_> = to.components().collect();
-    let common = from.iter().zip(to.iter()).take_while(|(a, b)| a == b).count();
+    let common = from
+        .iter()
+        .zip(to.iter())
+        .take_while(|(a, b)| a == b)
+        .count();
     let mut parts: Vec<String> = Vec::new();
     for _ in common..from.len() {
         parts.push("..".into());
@@ -358,11 +406,17 @@ pub(crate) fn mtime_ms(path: &Path) -> std::io::Result<i64> {
 }
 
 pub(crate) fn io_error(tool: &str, source: std::io::Error) -> ExecError {
-    ExecError::Io { tool: tool.to_string(), source }
+    ExecError::Io {
+        tool: tool.to_string(),
+        source,
+    }
 }
 
 pub(crate) fn bad_input(tool: &str, message: impl Into<String>) -> ExecError {
-    ExecError::BadInput { tool: tool.to_string(), message: message.into() }
+    ExecError::BadInput {
+        tool: tool.to_string(),
+        message: message.into(),
+    }
 }
 
 /// Required string field.
@@ -375,7 +429,11 @@ pub(crate) fn req_str<'v>(tool: &str, input: &'v Value, key: &str) -> Result<&'v
 }
 
 /// Optional string field.
-pub(crate) fn opt_str<'v>(tool: &str, input: &'v Value, key: &str) -> Result<Option<&'v str>, ExecError> {
+pub(crate) fn opt_str<'v>(
+    tool: &str,
+    input: &'v Value,
+    key: &str,
+) -> Result<Option<&'v str>, ExecError> {
     match input.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
@@ -411,14 +469,22 @@ pub(crate) fn opt_int(tool: &str, input: &Value, key: &str) -> Result<Option<i64
 
 /// `TQ`: "<Tool> <field> cannot contain null bytes (\0). …" (`chunk-bqhgd24a.js`).
 pub(crate) fn null_byte_check(tool: &str, fields: &[(&str, Option<&str>)]) -> Option<Output> {
-    fields.iter().find(|(_, v)| v.map_or(false, |s| s.contains('\0'))).map(|(k, _)| {
-        Output::validation(format!("{tool} {k} cannot contain null bytes (\\0). Remove the null byte and try again."))
-    })
+    fields
+        .iter()
+        .find(|(_, v)| v.map_or(false, |s| s.contains('\0')))
+        .map(|(k, _)| {
+            Output::validation(format!(
+                "{tool} {k} cannot contain null bytes (\\0). Remove the null byte and try again."
+            ))
+        })
 }
 
 impl ToolSession {
     pub fn new(config: ToolConfig) -> Self {
-        ToolSession { config, state: Mutex::new(SessionState::default()) }
+        ToolSession {
+            config,
+            state: Mutex::new(SessionState::default()),
+        }
     }
 
     pub fn config(&self) -> &ToolConfig {
@@ -450,8 +516,19 @@ impl ToolSession {
         result
     }
 
-    fn execute_locked(&self, call: &ToolCall, ctx: &ExecContext, guard: &mut SessionState, started: Instant) -> Result<ToolOutcome, ExecError> {
-        let mut cx = Cx { exec: ctx, config: &self.config, state: guard, call_id: &call.call_id };
+    fn execute_locked(
+        &self,
+        call: &ToolCall,
+        ctx: &ExecContext,
+        guard: &mut SessionState,
+        started: Instant,
+    ) -> Result<ToolOutcome, ExecError> {
+        let mut cx = Cx {
+            exec: ctx,
+            config: &self.config,
+            state: guard,
+            call_id: &call.call_id,
+        };
         let input = &call.input;
         let out = match call.tool.as_str() {
             "Read" => read::run(input, &mut cx)?,
@@ -461,7 +538,10 @@ impl ToolSession {
                 // `chunk-bqhgd24a.js`: the runner's answer to a tool name it does not offer.
                 return Ok(ToolOutcome {
                     observation: Observation {
-                        text: format!("<tool_use_error>Error: No such tool available: {}</tool_use_error>", call.tool),
+                        text: format!(
+                            "<tool_use_error>Error: No such tool available: {}</tool_use_error>",
+                            call.tool
+                        ),
                         is_error: true,
                         native: None,
                     },
@@ -486,15 +566,24 @@ impl ToolSession {
             "NotebookEdit" => notebook::run(input, &mut cx)?,
             other => {
                 let reason = match classify(other, input) {
-                    ToolClass::NonRegenerable => "its observation cannot be regenerated (sub-agent, web, task or todo tool)",
+                    ToolClass::NonRegenerable => {
+                        "its observation cannot be regenerated (sub-agent, web, task or todo tool)"
+                    }
                     _ => "not a Claude Code 2.1.332 tool this adapter can re-execute",
                 };
-                return Err(ExecError::Unsupported { tool: other.to_string(), reason: reason.into() });
+                return Err(ExecError::Unsupported {
+                    tool: other.to_string(),
+                    reason: reason.into(),
+                });
             }
         };
         let out = finish(&call.tool, out, &mut cx)?;
         Ok(ToolOutcome {
-            observation: Observation { text: out.text, is_error: out.is_error, native: out.native },
+            observation: Observation {
+                text: out.text,
+                is_error: out.is_error,
+                native: out.native,
+            },
             exit_code: out.exit_code,
             duration_ms: started.elapsed().as_millis() as u64,
             touched: out.touched,
@@ -510,13 +599,32 @@ impl ToolSession {
         if attachment.get("type").and_then(Value::as_str) != Some("edited_text_file") {
             return;
         }
-        let Some(name) = attachment.get("filename").and_then(Value::as_str) else { return };
+        let Some(name) = attachment.get("filename").and_then(Value::as_str) else {
+            return;
+        };
         let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let cx = Cx { exec: ctx, config: &self.config, state: &mut guard, call_id: "" };
+        let cx = Cx {
+            exec: ctx,
+            config: &self.config,
+            state: &mut guard,
+            call_id: "",
+        };
         let Ok(path) = cx.confine(name) else { return };
-        let (Ok(bytes), Ok(ts)) = (std::fs::read(&path), mtime_ms(&path)) else { return };
+        let (Ok(bytes), Ok(ts)) = (std::fs::read(&path), mtime_ms(&path)) else {
+            return;
+        };
         let content = read::select_lines(&read::decode_text(&bytes).0, 0, None).content;
-        guard.remember(path, FileReadState { content, timestamp: ts, offset: Some(1), limit: None, is_partial_view: false, content_not_in_model_context: false });
+        guard.remember(
+            path,
+            FileReadState {
+                content,
+                timestamp: ts,
+                offset: Some(1),
+                limit: None,
+                is_partial_view: false,
+                content_not_in_model_context: false,
+            },
+        );
     }
 
     /// Rebuild the state a call that is *not* re-executed left behind (crash resumption):
@@ -532,19 +640,46 @@ impl ToolSession {
             "NotebookEdit" => "notebook_path",
             _ => return,
         };
-        let Some(given) = call.input.get(key).and_then(Value::as_str) else { return };
+        let Some(given) = call.input.get(key).and_then(Value::as_str) else {
+            return;
+        };
         let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let cx = Cx { exec: ctx, config: &self.config, state: &mut guard, call_id: &call.call_id };
+        let cx = Cx {
+            exec: ctx,
+            config: &self.config,
+            state: &mut guard,
+            call_id: &call.call_id,
+        };
         let Ok(path) = cx.confine(given) else { return };
-        let Ok(bytes) = std::fs::read(&path) else { return };
+        let Ok(bytes) = std::fs::read(&path) else {
+            return;
+        };
         let Ok(ts) = mtime_ms(&path) else { return };
         let content = read::decode_text(&bytes).0.replace("\r\n", "\n");
         let (offset, limit) = if call.tool == "Read" {
-            (Some(call.input.get("offset").and_then(Value::as_i64).unwrap_or(1)), call.input.get("limit").and_then(Value::as_i64))
+            (
+                Some(
+                    call.input
+                        .get("offset")
+                        .and_then(Value::as_i64)
+                        .unwrap_or(1),
+                ),
+                call.input.get("limit").and_then(Value::as_i64),
+            )
         } else {
             (None, None)
         };
-        guard.remember(path, FileReadState { content, timestamp: ts, offset, limit, is_partial_view: false, content_not_in_model_context: false });
+        guard.remember(
+            path,
+            FileReadState {
+                content,
+                timestamp: ts,
+                offset,
+                limit,
+                is_partial_view: false,
+                content_not_in_model_context: false,
+            },
+        );
     }
 }
 
@@ -561,7 +696,11 @@ fn finish(tool: &str, mut out: Output, cx: &mut Cx<'_>) -> Result<Output, ExecEr
     }
     if let Some(limit) = text::persist_threshold(tool) {
         if out.text.encode_utf16().count() > limit {
-            let dir = cx.config.tool_results_dir.clone().unwrap_or_else(|| cx.exec.log_dir.join("tool-results"));
+            let dir = cx
+                .config
+                .tool_results_dir
+                .clone()
+                .unwrap_or_else(|| cx.exec.log_dir.join("tool-results"));
             out.text = text::persist(&out.text, &dir, cx.call_id).map_err(|e| io_error(tool, e))?;
         }
     }
@@ -576,20 +715,28 @@ fn registry() -> &'static Mutex<HashMap<PathBuf, Arc<ToolSession>>> {
 /// The session [`execute`] uses for a workspace (created with default settings).
 pub fn session_for(workspace: &Path) -> Arc<ToolSession> {
     let mut map = registry().lock().unwrap_or_else(|e| e.into_inner());
-    map.entry(workspace.to_path_buf()).or_insert_with(|| Arc::new(ToolSession::new(ToolConfig::default()))).clone()
+    map.entry(workspace.to_path_buf())
+        .or_insert_with(|| Arc::new(ToolSession::new(ToolConfig::default())))
+        .clone()
 }
 
 /// Start a fresh session for a workspace with the given settings (call before the first
 /// batch of a replay, e.g. with [`ToolConfig::for_session`]).
 pub fn begin_session(workspace: &Path, config: ToolConfig) -> Arc<ToolSession> {
     let session = Arc::new(ToolSession::new(config));
-    registry().lock().unwrap_or_else(|e| e.into_inner()).insert(workspace.to_path_buf(), session.clone());
+    registry()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(workspace.to_path_buf(), session.clone());
     session
 }
 
 /// Forget a workspace's session.
 pub fn end_session(workspace: &Path) {
-    registry().lock().unwrap_or_else(|e| e.into_inner()).remove(workspace);
+    registry()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(workspace);
 }
 
 /// Re-execute one tool call in the sandbox, with the session state of `ctx.workspace`
@@ -605,7 +752,10 @@ pub fn execute(call: &ToolCall, ctx: &ExecContext) -> Result<ToolOutcome, ExecEr
 /// `interrupted`). A failed call (validation refusal or thrown error) is built by the tool
 /// runner as `type`, `content`, `is_error: true`, `tool_use_id` (`chunk-bqhgd24a.js`).
 pub fn tool_result_block(tool: &str, tool_use_id: &str, observation: &Observation) -> Value {
-    let content = observation.native.clone().unwrap_or_else(|| Value::String(observation.text.clone()));
+    let content = observation
+        .native
+        .clone()
+        .unwrap_or_else(|| Value::String(observation.text.clone()));
     let mut m = serde_json::Map::new();
     if observation.is_error {
         m.insert("type".into(), Value::String("tool_result".into()));
@@ -634,12 +784,27 @@ mod tests {
         assert_eq!(classify("Glob", &json!({})), ToolClass::ReadOnly);
         assert_eq!(classify("Grep", &json!({})), ToolClass::ReadOnly);
         assert_eq!(classify("LS", &json!({})), ToolClass::ReadOnly);
-        assert_eq!(classify("Bash", &json!({"command": "ls"})), ToolClass::Mutating);
-        assert_eq!(classify("Bash", &json!({"command": "ls", "run_in_background": true})), ToolClass::NonRegenerable);
+        assert_eq!(
+            classify("Bash", &json!({"command": "ls"})),
+            ToolClass::Mutating
+        );
+        assert_eq!(
+            classify("Bash", &json!({"command": "ls", "run_in_background": true})),
+            ToolClass::NonRegenerable
+        );
         for t in ["Write", "Edit", "MultiEdit", "NotebookEdit"] {
             assert_eq!(classify(t, &json!({})), ToolClass::Mutating);
         }
-        for t in ["Agent", "Task", "TaskOutput", "TaskCreate", "TaskUpdate", "TodoWrite", "WebFetch", "WebSearch"] {
+        for t in [
+            "Agent",
+            "Task",
+            "TaskOutput",
+            "TaskCreate",
+            "TaskUpdate",
+            "TodoWrite",
+            "WebFetch",
+            "WebSearch",
+        ] {
             assert_eq!(classify(t, &json!({})), ToolClass::NonRegenerable);
         }
         assert_eq!(classify("mcp__x__y", &json!({})), ToolClass::Unknown);
@@ -648,7 +813,11 @@ mod tests {
 
     #[test]
     fn result_block_shape() {
-        let obs = Observation { text: "hi".into(), is_error: false, native: None };
+        let obs = Observation {
+            text: "hi".into(),
+            is_error: false,
+            native: None,
+        };
         assert_eq!(
             serde_json::to_string(&tool_result_block("Bash", "t1", &obs)).unwrap(),
             r#"{"tool_use_id":"t1","type":"tool_result","content":"hi","is_error":false}"#
@@ -657,7 +826,11 @@ mod tests {
             serde_json::to_string(&tool_result_block("Read", "t2", &obs)).unwrap(),
             r#"{"tool_use_id":"t2","type":"tool_result","content":"hi"}"#
         );
-        let err = Observation { text: "Exit code 1".into(), is_error: true, native: None };
+        let err = Observation {
+            text: "Exit code 1".into(),
+            is_error: true,
+            native: None,
+        };
         assert_eq!(
             serde_json::to_string(&tool_result_block("Bash", "t3", &err)).unwrap(),
             r#"{"type":"tool_result","content":"Exit code 1","is_error":true,"tool_use_id":"t3"}"#
@@ -666,10 +839,22 @@ mod tests {
 
     #[test]
     fn relative_paths() {
-        assert_eq!(relative_path(Path::new("/a/b"), Path::new("/a/b/c/d")).unwrap(), "c/d");
-        assert_eq!(relative_path(Path::new("/a/b"), Path::new("/a/x")).unwrap(), "../x");
-        assert_eq!(relative_path(Path::new("/a/b"), Path::new("/a/b")).unwrap(), "");
-        assert_eq!(normalize_lexically(Path::new("/a/./b/../c")), PathBuf::from("/a/c"));
+        assert_eq!(
+            relative_path(Path::new("/a/b"), Path::new("/a/b/c/d")).unwrap(),
+            "c/d"
+        );
+        assert_eq!(
+            relative_path(Path::new("/a/b"), Path::new("/a/x")).unwrap(),
+            "../x"
+        );
+        assert_eq!(
+            relative_path(Path::new("/a/b"), Path::new("/a/b")).unwrap(),
+            ""
+        );
+        assert_eq!(
+            normalize_lexically(Path::new("/a/./b/../c")),
+            PathBuf::from("/a/c")
+        );
         assert_eq!(normalize_lexically(Path::new("/../x")), PathBuf::from("/x"));
     }
 }

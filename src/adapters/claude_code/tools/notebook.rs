@@ -23,30 +23,44 @@ const INVALID: &str =
     "Notebook file is not a valid Jupyter notebook (top-level \"cells\" must be an array of cell objects, each with a string or string-array \"source\").";
 
 fn valid_cells(nb: &Value) -> bool {
-    nb.get("cells").and_then(Value::as_array).map_or(false, |cells| {
-        cells.iter().all(|c| {
-            c.is_object()
-                && match c.get("source") {
-                    Some(Value::String(_)) => true,
-                    Some(Value::Array(a)) => a.iter().all(Value::is_string),
-                    _ => false,
-                }
+    nb.get("cells")
+        .and_then(Value::as_array)
+        .map_or(false, |cells| {
+            cells.iter().all(|c| {
+                c.is_object()
+                    && match c.get("source") {
+                        Some(Value::String(_)) => true,
+                        Some(Value::Array(a)) => a.iter().all(Value::is_string),
+                        _ => false,
+                    }
+            })
         })
-    })
 }
 
 /// `NUn`: the index to act on, or the refusal.
 fn cell_index(cells: &[Value], cell_id: Option<&str>, insert: bool) -> Result<usize, String> {
     let Some(id) = cell_id else {
-        return if insert { Ok(0) } else { Err("Cell ID must be specified when not inserting a new cell.".into()) };
+        return if insert {
+            Ok(0)
+        } else {
+            Err("Cell ID must be specified when not inserting a new cell.".into())
+        };
     };
-    let idx = match cells.iter().position(|c| c.get("id").and_then(Value::as_str) == Some(id)) {
+    let idx = match cells
+        .iter()
+        .position(|c| c.get("id").and_then(Value::as_str) == Some(id))
+    {
         Some(i) => i,
         None => {
-            let Some(n) = id.strip_prefix("cell-").filter(|s| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit())) else {
+            let Some(n) = id
+                .strip_prefix("cell-")
+                .filter(|s| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit()))
+            else {
                 return Err(format!("Cell with ID \"{id}\" not found in notebook."));
             };
-            let i: usize = n.parse().map_err(|_| format!("Cell with ID \"{id}\" not found in notebook."))?;
+            let i: usize = n
+                .parse()
+                .map_err(|_| format!("Cell with ID \"{id}\" not found in notebook."))?;
             if i >= cells.len() {
                 return Err(format!("Cell with index {i} does not exist in notebook."));
             }
@@ -72,7 +86,10 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
     let cell_type = opt_str(TOOL, input, "cell_type")?;
     let edit_mode = opt_str(TOOL, input, "edit_mode")?.unwrap_or("replace");
     if !matches!(edit_mode, "replace" | "insert" | "delete") {
-        return Err(super::bad_input(TOOL, format!("unknown edit_mode {edit_mode:?}")));
+        return Err(super::bad_input(
+            TOOL,
+            format!("unknown edit_mode {edit_mode:?}"),
+        ));
     }
     if let Some(out) = super::null_byte_check(TOOL, &[("notebook_path", Some(notebook_path))]) {
         return Ok(out);
@@ -84,7 +101,9 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
         ));
     }
     if edit_mode == "insert" && cell_type.is_none() {
-        return Ok(Output::validation("Cell type is required when using edit_mode=insert."));
+        return Ok(Output::validation(
+            "Cell type is required when using edit_mode=insert.",
+        ));
     }
     let Some(last) = cx.state.read_files.get(&path).cloned() else {
         return Ok(Output::validation(NOT_READ_YET));
@@ -100,7 +119,10 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
     if let Some(nt) = existing.not_text {
         return Ok(Output::validation(nt.write_refusal()));
     }
-    let body = existing.raw.strip_prefix('\u{feff}').unwrap_or(&existing.raw);
+    let body = existing
+        .raw
+        .strip_prefix('\u{feff}')
+        .unwrap_or(&existing.raw);
     let Ok(mut nb) = serde_json::from_str::<Value>(body) else {
         return Ok(Output::validation("Notebook is not valid JSON."));
     };
@@ -109,14 +131,21 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
     }
     let insert = edit_mode == "insert";
     let idx = {
-        let cells = nb.get("cells").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]);
+        let cells = nb
+            .get("cells")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
         match cell_index(cells, cell_id, insert) {
             Ok(i) => i,
             Err(m) => return Ok(Output::validation(m)),
         }
     };
     let nbformat = nb.get("nbformat").and_then(Value::as_i64).unwrap_or(0);
-    let minor = nb.get("nbformat_minor").and_then(Value::as_i64).unwrap_or(0);
+    let minor = nb
+        .get("nbformat_minor")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
     if insert && (nbformat > 4 || (nbformat == 4 && minor >= 5)) {
         return Err(ExecError::Unsupported {
             tool: TOOL.into(),
@@ -149,8 +178,13 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
             let Some(cell) = cells.get_mut(idx).and_then(Value::as_object_mut) else {
                 return Ok(Output::validation(INVALID));
             };
-            let has_attachments = cell.get("attachments").map_or(false, |a| a.as_object().map_or(false, |o| !o.is_empty()));
-            if cell_type == Some("code") && cell.get("cell_type").and_then(Value::as_str) != Some("code") && has_attachments {
+            let has_attachments = cell
+                .get("attachments")
+                .map_or(false, |a| a.as_object().map_or(false, |o| !o.is_empty()));
+            if cell_type == Some("code")
+                && cell.get("cell_type").and_then(Value::as_str) != Some("code")
+                && has_attachments
+            {
                 return Ok(Output::thrown("The notebook was not changed: this cell has attachments (such as pasted images), and a code cell cannot hold attachments. To add code after this cell, use edit_mode=insert with cell_type=code and the same cell_id. To edit this cell's text, leave out cell_type and keep any `attachment:` links in new_source. Deleting this cell loses the attachments, so do that only if the user agrees."));
             }
             cell.insert("source".into(), new_source.into());
@@ -173,10 +207,19 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
             }
         }
     }
-    let bom = if existing.raw.starts_with('\u{feff}') { "\u{feff}" } else { "" };
-    let nl = if existing.raw.ends_with('\n') { "\n" } else { "" };
+    let bom = if existing.raw.starts_with('\u{feff}') {
+        "\u{feff}"
+    } else {
+        ""
+    };
+    let nl = if existing.raw.ends_with('\n') {
+        "\n"
+    } else {
+        ""
+    };
     let text = format!("{bom}{}{nl}", stringify_1(&nb));
-    let ts = write_text(&path, &text, existing.encoding, existing.crlf).map_err(|e| io_error(TOOL, e))?;
+    let ts = write_text(&path, &text, existing.encoding, existing.crlf)
+        .map_err(|e| io_error(TOOL, e))?;
     let seen = last.in_context() && last.content == normalize(&existing.raw);
     cx.state.remember(
         path.clone(),
@@ -192,7 +235,10 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
     let msg = match edit_mode {
         "delete" => format!("Deleted cell {}", cell_id.unwrap_or("undefined")),
         "insert" => format!("Inserted a new cell with {new_source}"),
-        _ => format!("Updated cell {} with {new_source}", cell_id.unwrap_or("undefined")),
+        _ => format!(
+            "Updated cell {} with {new_source}",
+            cell_id.unwrap_or("undefined")
+        ),
     };
     let mut out = Output::ok(msg);
     out.touched.push(cx.relative(&path));

@@ -27,7 +27,9 @@
 //! state; that is what later Write/Edit calls check.
 
 use super::text::format_size;
-use super::{io_error, null_byte_check, opt_bool, opt_int, opt_str, req_str, Cx, FileReadState, Output};
+use super::{
+    io_error, null_byte_check, opt_bool, opt_int, opt_str, req_str, Cx, FileReadState, Output,
+};
 use crate::error::ExecError;
 use serde_json::Value;
 use std::path::Path;
@@ -45,15 +47,18 @@ const MAX_TOKENS: usize = 25_000;
 /// Binary extensions Read refuses (`jge`, `chunk-tpsa0fat.js`); images and PDFs are read
 /// by other paths.
 const BINARY_EXTENSIONS: &[&str] = &[
-    ".png", ".jpg", ".jpeg", ".gif", ".bmp", ".ico", ".webp", ".tiff", ".tif", ".heic", ".heif", ".avif", ".mp4", ".mov",
-    ".avi", ".mkv", ".webm", ".wmv", ".flv", ".m4v", ".mpeg", ".mpg", ".mp3", ".wav", ".ogg", ".flac", ".aac", ".m4a",
-    ".wma", ".aiff", ".opus", ".zip", ".tar", ".gz", ".bz2", ".7z", ".rar", ".xz", ".z", ".tgz", ".iso", ".zst", ".lz4",
-    ".whl", ".exe", ".dll", ".so", ".dylib", ".bin", ".o", ".a", ".obj", ".lib", ".app", ".msi", ".deb", ".rpm", ".dmg",
-    ".apk", ".pdf", ".doc", ".docx", ".docm", ".dotx", ".dotm", ".xls", ".xlsx", ".xlsm", ".xlsb", ".xltx", ".xltm",
-    ".ppt", ".pptx", ".pptm", ".ppsx", ".ppsm", ".potx", ".potm", ".odt", ".ods", ".odp", ".numbers", ".epub", ".ttf",
-    ".otf", ".woff", ".woff2", ".eot", ".pyc", ".pyo", ".class", ".jar", ".war", ".ear", ".node", ".wasm", ".rlib",
-    ".sqlite", ".sqlite3", ".db", ".mdb", ".idx", ".parquet", ".feather", ".npy", ".npz", ".pickle", ".psd", ".ai",
-    ".eps", ".sketch", ".fig", ".xd", ".blend", ".3ds", ".max", ".swf", ".fla", ".lockb", ".dat", ".data",
+    ".png", ".jpg", ".jpeg", ".gif", ".bmp", ".ico", ".webp", ".tiff", ".tif", ".heic", ".heif",
+    ".avif", ".mp4", ".mov", ".avi", ".mkv", ".webm", ".wmv", ".flv", ".m4v", ".mpeg", ".mpg",
+    ".mp3", ".wav", ".ogg", ".flac", ".aac", ".m4a", ".wma", ".aiff", ".opus", ".zip", ".tar",
+    ".gz", ".bz2", ".7z", ".rar", ".xz", ".z", ".tgz", ".iso", ".zst", ".lz4", ".whl", ".exe",
+    ".dll", ".so", ".dylib", ".bin", ".o", ".a", ".obj", ".lib", ".app", ".msi", ".deb", ".rpm",
+    ".dmg", ".apk", ".pdf", ".doc", ".docx", ".docm", ".dotx", ".dotm", ".xls", ".xlsx", ".xlsm",
+    ".xlsb", ".xltx", ".xltm", ".ppt", ".pptx", ".pptm", ".ppsx", ".ppsm", ".potx", ".potm",
+    ".odt", ".ods", ".odp", ".numbers", ".epub", ".ttf", ".otf", ".woff", ".woff2", ".eot", ".pyc",
+    ".pyo", ".class", ".jar", ".war", ".ear", ".node", ".wasm", ".rlib", ".sqlite", ".sqlite3",
+    ".db", ".mdb", ".idx", ".parquet", ".feather", ".npy", ".npz", ".pickle", ".psd", ".ai",
+    ".eps", ".sketch", ".fig", ".xd", ".blend", ".3ds", ".max", ".swf", ".fla", ".lockb", ".dat",
+    ".data",
 ];
 const IMAGE_EXTENSIONS: &[&str] = &["png", "jpg", "jpeg", "gif", "webp"];
 
@@ -77,7 +82,11 @@ impl NotText {
 
     /// `D8l`: the note Read appends after the content.
     pub(crate) fn read_note(self) -> String {
-        let extra = if self == NotText::NotUtf8 { " Its undecodable bytes show above as U+FFFD." } else { "" };
+        let extra = if self == NotText::NotUtf8 {
+            " Its undecodable bytes show above as U+FFFD."
+        } else {
+            ""
+        };
         format!(
             "[This file {}.{extra} Edit and Write will refuse it: change it with a shell command that keeps its encoding, or ask the user whether to convert it to UTF-8.]",
             self.describe()
@@ -98,7 +107,10 @@ impl NotText {
 /// strip it where Claude does).
 pub(crate) fn decode_text(bytes: &[u8]) -> (String, Option<NotText>) {
     if bytes.len() >= 2 && bytes[0] == 0xFF && bytes[1] == 0xFE {
-        let units: Vec<u16> = bytes[2..].chunks(2).map(|c| u16::from_le_bytes([c[0], *c.get(1).unwrap_or(&0)])).collect();
+        let units: Vec<u16> = bytes[2..]
+            .chunks(2)
+            .map(|c| u16::from_le_bytes([c[0], *c.get(1).unwrap_or(&0)]))
+            .collect();
         return (String::from_utf16_lossy(&units), None);
     }
     let not_text = if bytes.len() >= 2 && bytes[0] == 0xFE && bytes[1] == 0xFF {
@@ -133,7 +145,11 @@ pub(crate) fn select_lines(text: &str, start: usize, limit: Option<usize>) -> Se
             c.pop();
         }
         let n = c.matches('\n').count() + 1;
-        return Selection { content: c, line_count: n, total_lines: n };
+        return Selection {
+            content: c,
+            line_count: n,
+            total_lines: n,
+        };
     }
     let end = limit.map_or(usize::MAX, |l| start.saturating_add(l));
     let mut selected: Vec<&str> = Vec::new();
@@ -144,7 +160,11 @@ pub(crate) fn select_lines(text: &str, start: usize, limit: Option<usize>) -> Se
         }
         total = i + 1;
     }
-    Selection { content: selected.join("\n"), line_count: selected.len(), total_lines: total }
+    Selection {
+        content: selected.join("\n"),
+        line_count: selected.len(),
+        total_lines: total,
+    }
 }
 
 /// `f0t`: number the lines of `content` from `start`.
@@ -152,7 +172,11 @@ pub(crate) fn number_lines(content: &str, start: i64, tab_aware: bool) -> String
     if content.is_empty() {
         return String::new();
     }
-    let sep = if tab_aware && (content.starts_with('\t') || content.contains("\n\t")) { ':' } else { '\t' };
+    let sep = if tab_aware && (content.starts_with('\t') || content.contains("\n\t")) {
+        ':'
+    } else {
+        '\t'
+    };
     let mut out = String::with_capacity(content.len() + content.len() / 8);
     for (i, line) in content.split('\n').enumerate() {
         if i > 0 {
@@ -169,7 +193,10 @@ pub(crate) fn number_lines(content: &str, start: i64, tab_aware: bool) -> String
 /// `Czo` + `bLe`/`ort`: the "File does not exist" message.
 pub(crate) fn missing_file_message(cx: &Cx<'_>, path: &Path) -> String {
     let cwd = cx.cwd();
-    let mut m = format!("File does not exist. Note: your current working directory is {}.", cwd.display());
+    let mut m = format!(
+        "File does not exist. Note: your current working directory is {}.",
+        cwd.display()
+    );
     if let Some(s) = suggest_under_cwd(&cwd, path) {
         m.push_str(&format!(" Did you mean {s}?"));
     } else if let Some(s) = similar_file(path) {
@@ -199,14 +226,20 @@ fn similar_file(path: &Path) -> Option<String> {
             None | Some(0) => true,
             Some(i) => {
                 let e = &name[i..];
-                e.len() <= 33 && e[1..].chars().all(|c| c.is_alphanumeric() || "_+~#-".contains(c))
+                e.len() <= 33
+                    && e[1..]
+                        .chars()
+                        .all(|c| c.is_alphanumeric() || "_+~#-".contains(c))
             }
         }
     };
     for entry in std::fs::read_dir(dir).ok()?.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         let p = Path::new(&name);
-        let s = p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let s = p
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
         if s == stem && ext_ok(&name) && dir.join(&name) != path {
             return Some(name);
         }
@@ -248,13 +281,22 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
     }
     let ext = extension_of(file_path);
     if ext == ".pdf" || pages.is_some() {
-        return Err(ExecError::Unsupported { tool: TOOL.into(), reason: "PDF reads are not reproduced".into() });
+        return Err(ExecError::Unsupported {
+            tool: TOOL.into(),
+            reason: "PDF reads are not reproduced".into(),
+        });
     }
     if IMAGE_EXTENSIONS.contains(&ext.trim_start_matches('.')) {
-        return Err(ExecError::Unsupported { tool: TOOL.into(), reason: "image reads are not reproduced".into() });
+        return Err(ExecError::Unsupported {
+            tool: TOOL.into(),
+            reason: "image reads are not reproduced".into(),
+        });
     }
     if ext == ".ipynb" {
-        return Err(ExecError::Unsupported { tool: TOOL.into(), reason: "notebook reads are not reproduced".into() });
+        return Err(ExecError::Unsupported {
+            tool: TOOL.into(),
+            reason: "notebook reads are not reproduced".into(),
+        });
     }
     if BINARY_EXTENSIONS.contains(&ext.as_str()) {
         return Ok(Output::validation(format!(
@@ -262,22 +304,34 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
         )));
     }
     if allow_large {
-        return Err(ExecError::Unsupported { tool: TOOL.into(), reason: "allow_large reads depend on the context room left in the turn".into() });
+        return Err(ExecError::Unsupported {
+            tool: TOOL.into(),
+            reason: "allow_large reads depend on the context room left in the turn".into(),
+        });
     }
 
     let path = cx.confine(file_path)?;
     let meta = match std::fs::metadata(&path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(Output::thrown(missing_file_message(cx, &cx.expand(file_path))));
+            return Ok(Output::thrown(missing_file_message(
+                cx,
+                &cx.expand(file_path),
+            )));
         }
         Err(e) => return Err(io_error(TOOL, e)),
     };
     if meta.is_dir() {
-        return Ok(Output::thrown(format!("EISDIR: illegal operation on a directory, read '{}'", cx.expand(file_path).display())));
+        return Ok(Output::thrown(format!(
+            "EISDIR: illegal operation on a directory, read '{}'",
+            cx.expand(file_path).display()
+        )));
     }
     if !meta.is_file() {
-        return Err(ExecError::Unsupported { tool: TOOL.into(), reason: "reading devices, FIFOs and sockets is not reproduced".into() });
+        return Err(ExecError::Unsupported {
+            tool: TOOL.into(),
+            reason: "reading devices, FIFOs and sockets is not reproduced".into(),
+        });
     }
     if limit.is_none() && meta.len() > MAX_SIZE_BYTES {
         return Ok(Output::thrown(format!(
@@ -292,7 +346,11 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
 
     // `offset` as given (1 by default); lines start at index offset-1 (0 stays 0).
     let start_line = offset.unwrap_or(1);
-    let start = if start_line == 0 { 0 } else { (start_line - 1) as usize };
+    let start = if start_line == 0 {
+        0
+    } else {
+        (start_line - 1) as usize
+    };
     let sel = select_lines(&text, start, limit.map(|l| l as usize));
 
     let tokens = estimate_tokens(&sel.content, &ext);
@@ -324,7 +382,8 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
     } else if sel.line_count >= 1 && sel.total_lines > 1 {
         format!("{start_line}\t")
     } else if sel.line_count >= 1 || sel.total_lines == 0 {
-        "<system-reminder>Warning: the file exists but the contents are empty.</system-reminder>".to_string()
+        "<system-reminder>Warning: the file exists but the contents are empty.</system-reminder>"
+            .to_string()
     } else {
         format!(
             "<system-reminder>Warning: the file exists but is shorter than the provided offset ({start_line}). The file has {} lines.</system-reminder>",
@@ -347,7 +406,10 @@ mod tests {
     #[test]
     fn numbering_matches_recorded_session() {
         let sel = select_lines("line one\nline two\n", 0, None);
-        assert_eq!(number_lines(&sel.content, 1, false), "1\tline one\n2\tline two\n3\t");
+        assert_eq!(
+            number_lines(&sel.content, 1, false),
+            "1\tline one\n2\tline two\n3\t"
+        );
         assert_eq!(sel.line_count, 3);
     }
 
@@ -364,14 +426,23 @@ mod tests {
     fn offsets_and_limits() {
         let text = "1\n2\n3\n4\n5\n";
         let sel = select_lines(text, 1, Some(2));
-        assert_eq!((sel.content.as_str(), sel.line_count, sel.total_lines), ("2\n3", 2, 6));
+        assert_eq!(
+            (sel.content.as_str(), sel.line_count, sel.total_lines),
+            ("2\n3", 2, 6)
+        );
         assert_eq!(number_lines(&sel.content, 2, false), "2\t2\n3\t3");
         let sel = select_lines(text, 10, Some(5));
-        assert_eq!((sel.content.as_str(), sel.line_count, sel.total_lines), ("", 0, 6));
+        assert_eq!(
+            (sel.content.as_str(), sel.line_count, sel.total_lines),
+            ("", 0, 6)
+        );
         let sel = select_lines(text, 5, None);
         assert_eq!((sel.content.as_str(), sel.line_count), ("", 1));
         let sel = select_lines("", 0, None);
-        assert_eq!((sel.content.as_str(), sel.line_count, sel.total_lines), ("", 1, 1));
+        assert_eq!(
+            (sel.content.as_str(), sel.line_count, sel.total_lines),
+            ("", 1, 1)
+        );
     }
 
     #[test]

@@ -66,7 +66,11 @@ pub(crate) fn js_suffix(s: &str, units: usize) -> &str {
 /// "\n\n... [N characters truncated] ...\n\n".
 pub(crate) fn cap_error(message: &str) -> String {
     let message = message.trim();
-    let message = if message.is_empty() { "Command failed with no output" } else { message };
+    let message = if message.is_empty() {
+        "Command failed with no output"
+    } else {
+        message
+    };
     const KEEP: usize = 10_000;
     const SLACK: usize = 1024;
     let len = js_len(message);
@@ -112,7 +116,13 @@ pub(crate) fn persist(text: &str, dir: &Path, call_id: &str) -> io::Result<Strin
     std::fs::create_dir_all(dir)?;
     let name: String = call_id
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     let path = dir.join(format!("{name}.txt"));
     std::fs::write(&path, text)?;

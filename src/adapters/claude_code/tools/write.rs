@@ -26,16 +26,20 @@ use std::path::Path;
 const TOOL: &str = "Write";
 
 /// `AIs` (`chunk-gn2pq0x1.js`).
-pub(crate) const FILE_STATE_CURRENT: &str = " (file state is current in your context \u{2014} no need to Read it back)";
+pub(crate) const FILE_STATE_CURRENT: &str =
+    " (file state is current in your context \u{2014} no need to Read it back)";
 /// `w9t` (`chunk-qznjcrwt.js`).
-pub(crate) const NOT_READ_YET: &str = "File has not been read yet. Read it first before writing to it.";
+pub(crate) const NOT_READ_YET: &str =
+    "File has not been read yet. Read it first before writing to it.";
 /// `z6n()` (`chunk-x476z89f.js`).
 pub(crate) const MODIFIED_SINCE_READ: &str =
     "File has been modified since read, either by the user or by a linter. Read it again before attempting to write it.";
 
 /// `fA`: drop a BOM, turn CRLF into LF.
 pub(crate) fn normalize(text: &str) -> String {
-    text.strip_prefix('\u{feff}').unwrap_or(text).replace("\r\n", "\n")
+    text.strip_prefix('\u{feff}')
+        .unwrap_or(text)
+        .replace("\r\n", "\n")
 }
 
 /// How an existing file is encoded, to write it back the same way.
@@ -60,9 +64,17 @@ pub(crate) fn read_existing(path: &Path) -> std::io::Result<Option<Existing>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     };
-    let encoding = if bytes.starts_with(&[0xFF, 0xFE]) { Encoding::Utf16Le } else { Encoding::Utf8 };
+    let encoding = if bytes.starts_with(&[0xFF, 0xFE]) {
+        Encoding::Utf16Le
+    } else {
+        Encoding::Utf8
+    };
     let (raw, not_text) = decode_text(&bytes);
-    let raw = if encoding == Encoding::Utf16Le { format!("\u{feff}{raw}") } else { raw };
+    let raw = if encoding == Encoding::Utf16Le {
+        format!("\u{feff}{raw}")
+    } else {
+        raw
+    };
     let head: String = raw.chars().take(4096).collect();
     let (mut crlf_n, mut lf_n) = (0usize, 0usize);
     let hb = head.as_bytes();
@@ -75,13 +87,27 @@ pub(crate) fn read_existing(path: &Path) -> std::io::Result<Option<Existing>> {
             }
         }
     }
-    Ok(Some(Existing { raw, encoding, crlf: crlf_n > lf_n, not_text }))
+    Ok(Some(Existing {
+        raw,
+        encoding,
+        crlf: crlf_n > lf_n,
+        not_text,
+    }))
 }
 
 /// Write `text` (LF line ends, optional leading BOM) in `encoding`, converting line ends
 /// to CRLF when asked; returns the new `floor(mtime)`.
-pub(crate) fn write_text(path: &Path, text: &str, encoding: Encoding, crlf: bool) -> std::io::Result<i64> {
-    let text = if crlf { text.replace("\r\n", "\n").replace('\n', "\r\n") } else { text.to_string() };
+pub(crate) fn write_text(
+    path: &Path,
+    text: &str,
+    encoding: Encoding,
+    crlf: bool,
+) -> std::io::Result<i64> {
+    let text = if crlf {
+        text.replace("\r\n", "\n").replace('\n', "\r\n")
+    } else {
+        text.to_string()
+    };
     let bytes: Vec<u8> = match encoding {
         Encoding::Utf8 => text.into_bytes(),
         Encoding::Utf16Le => {
@@ -99,7 +125,10 @@ pub(crate) fn write_text(path: &Path, text: &str, encoding: Encoding, crlf: bool
 
 /// `IJt`: keep the BOM of the previous content.
 pub(crate) fn keep_bom(previous: Option<&str>, text: &str) -> String {
-    if !text.is_empty() && previous.map_or(false, |p| p.starts_with('\u{feff}')) && !text.starts_with('\u{feff}') {
+    if !text.is_empty()
+        && previous.map_or(false, |p| p.starts_with('\u{feff}'))
+        && !text.starts_with('\u{feff}')
+    {
         format!("\u{feff}{text}")
     } else {
         text.to_string()
@@ -142,7 +171,10 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
                 Some(st) => {
                     if mtime > st.timestamp {
                         let same = st.is_full()
-                            && read_existing(&path).ok().flatten().map_or(false, |e| normalize(&e.raw) == st.content);
+                            && read_existing(&path)
+                                .ok()
+                                .flatten()
+                                .map_or(false, |e| normalize(&e.raw) == st.content);
                         if !same {
                             return Ok(Output::validation(MODIFIED_SINCE_READ));
                         }
