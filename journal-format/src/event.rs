@@ -263,6 +263,14 @@ pub struct BridgeRequestValidated {
     /// words (e.g. "1 message after O′N: role=system, text begins `# Environment…`").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub difference: Option<String>,
+    /// Format 1.1: a main request beyond the live step budget, answered so that the agent
+    /// stops (`ok` is false, but it is the budget's end, not an error).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub budget_exhausted: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// One host or time snapshot in the agent's native session that was set to what the agent

@@ -30,7 +30,8 @@ pub use record::{ChainHash, RecordFrame};
 ///   flags, seq, at_ms, header CRC), MessagePack payload, 32-byte BLAKE3 chain hash,
 ///   4-byte record CRC; event kinds 1..=19.
 /// - 1.1: optional fields `continuation_started.neutralized`,
-///   `bridge_request_validated.removed_items`, `.refused_request_blob` and `.difference`
+///   `bridge_request_validated.removed_items`, `.refused_request_blob`, `.difference` and
+///   `.budget_exhausted`
 ///   (absent when empty, so 1.0 events encode as before).
 pub const FORMAT_MAJOR: u16 = 1;
 /// Current format minor version. Writers refuse to append to a file whose minor is greater

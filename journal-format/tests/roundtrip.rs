@@ -161,6 +161,7 @@ fn build(kind: u16, s: &[String], n: &[u64], b: &[bool]) -> Event {
             },
             refused_request_blob: opt(4),
             difference: opt(5),
+            budget_exhausted: bo(4),
         }),
         12 => Event::ContinuationStarted(ContinuationStarted {
             command: vec![st(0), st(1)],

@@ -304,6 +304,7 @@ pub fn v1_1_events() -> Vec<Event> {
         removed_items: vec![],
         refused_request_blob: Some(blake3::hash(b"refused").to_hex().to_string()),
         difference: Some("1 message after O′N: role=system, text begins `# Environment`".into()),
+        budget_exhausted: false,
     }));
     evs.push(Event::AgentExited(AgentExited {
         status: AgentStatus::Failed,

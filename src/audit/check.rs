@@ -75,6 +75,43 @@ pub struct AuditReport {
     pub superseded_steps: Vec<StepReport>,
     pub timeline: Vec<serde_json::Value>,
     pub duration_ms: Option<u64>,
+    /// Host/time snapshots of the agent's session set to the live values before a start.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub drift: Vec<journal_format::event::Neutralized>,
+    /// Items the adapters' declared rules removed from model requests (kind, digest).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub removed_items: Vec<journal_format::event::RemovedItem>,
+    /// Refused model requests, with their first difference and kept body.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refused_requests: Vec<RefusedReport>,
+}
+
+/// One refused model request, for the report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RefusedReport {
+    pub seq: u64,
+    pub n: u64,
+    pub reason: String,
+    pub difference: Option<String>,
+    /// The kept body (secrets redacted), when the run kept it.
+    pub request_path: Option<String>,
+    pub hint: String,
+}
+
+/// What to do about a refused request, from its first difference.
+pub fn refusal_hint(reason: &str, difference: Option<&str>) -> String {
+    let d = difference.unwrap_or(reason);
+    if d.contains("# Environment") || d.contains("environment_context") {
+        "the agent announced a host change the adapter did not neutralize: compare the snapshot in the rebuilt session with this host (docs/agents/<agent>.md, \"Drift model\")".into()
+    } else if d.contains("date has changed") || d.contains("UTC date is now") {
+        "the agent announced a date change: check the agent's time zone and clock (docs/agents/<agent>.md, \"Drift model\")".into()
+    } else if d.contains("after O′N") {
+        "the agent added a message after the boundary that no declared rule removes: the kept request shows it; see docs/bridge.md".into()
+    } else if d.contains("differs") || d.contains(" is `") {
+        "the agent's history differs from the rebuilt prefix at the place named: the kept request and the rebuilt session show both".into()
+    } else {
+        "see docs/bridge.md for what the bridge checks".into()
+    }
 }
 
 fn finding(check: &str, severity: &str, message: impl Into<String>, seq: Option<u64>) -> Finding {
@@ -208,15 +245,21 @@ pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalErro
     let mut bridge = "not_applicable".to_string();
     if !state.continuations.is_empty() || state.bridge.started.is_some() {
         bridge = "ok".into();
-        if state.bridge.rejected > 0 {
+        for r in &state.bridge.refusals {
+            let kept = r
+                .blob
+                .as_ref()
+                .map(|b| format!("; request kept (secrets redacted) at {}", blobs.path_of(b).display()))
+                .unwrap_or_default();
             findings.push(finding(
                 "bridge",
                 "error",
                 format!(
-                    "{} model requests were rejected by the bridge",
-                    state.bridge.rejected
+                    "request {} refused: {}{kept}",
+                    r.n,
+                    r.difference.as_deref().unwrap_or(&r.reason)
                 ),
-                None,
+                Some(r.seq),
             ));
             bridge = "failed".into();
         }
@@ -455,6 +498,31 @@ pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalErro
         superseded_steps,
         timeline,
         duration_ms,
+        drift: {
+            let mut d: Vec<journal_format::event::Neutralized> = Vec::new();
+            for c in &state.continuations {
+                for n in &c.neutralized {
+                    if !d.contains(n) {
+                        d.push(n.clone());
+                    }
+                }
+            }
+            d
+        },
+        removed_items: state.bridge.removed.clone(),
+        refused_requests: state
+            .bridge
+            .refusals
+            .iter()
+            .map(|r| RefusedReport {
+                seq: r.seq,
+                n: r.n,
+                reason: r.reason.clone(),
+                difference: r.difference.clone(),
+                request_path: r.blob.as_ref().map(|b| blobs.path_of(b).display().to_string()),
+                hint: refusal_hint(&r.reason, r.difference.as_deref()),
+            })
+            .collect(),
     })
 }
 

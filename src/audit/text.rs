@@ -54,6 +54,38 @@ pub fn render(r: &AuditReport) -> String {
             );
         }
     }
+    if !r.refused_requests.is_empty() {
+        let _ = writeln!(s, "\nrefused model requests:");
+        for q in &r.refused_requests {
+            let _ = writeln!(s, "  request {} (seq {}): {}", q.n, q.seq, q.difference.as_deref().unwrap_or(&q.reason));
+            if let Some(p) = &q.request_path {
+                let _ = writeln!(s, "    kept request (secrets redacted): {p}");
+            }
+            let _ = writeln!(s, "    hint: {}", q.hint);
+        }
+    }
+    if !r.drift.is_empty() {
+        let _ = writeln!(s, "\nhost/time snapshots set to this host before the agent started (model-visible text kept):");
+        for d in &r.drift {
+            let _ = writeln!(s, "  {}: {} -> {}", d.fact, d.recorded, d.live);
+        }
+    }
+    if !r.removed_items.is_empty() {
+        let _ = writeln!(s, "\nitems removed from model requests by declared rules:");
+        let mut kinds: Vec<(&str, Vec<&str>)> = Vec::new();
+        for i in &r.removed_items {
+            let d = &i.digest[..i.digest.len().min(19)];
+            match kinds.iter_mut().find(|(k, _)| *k == i.kind) {
+                Some((_, ds)) => ds.push(d),
+                None => kinds.push((&i.kind, vec![d])),
+            }
+        }
+        for (k, ds) in kinds {
+            let mut uniq = ds.clone();
+            uniq.dedup();
+            let _ = writeln!(s, "  {k} ×{}  {}", ds.len(), uniq.join(" "));
+        }
+    }
     if !r.calls.is_empty() {
         let _ = writeln!(s, "\nreplayed tool calls:");
         let _ = writeln!(

@@ -4,7 +4,7 @@
 use journal_format::event::*;
 use journal_format::Event;
 
-use super::state::{CallState, Phase, ReplayState};
+use super::state::{CallState, Phase, Refused, ReplayState};
 use crate::journal::StoredEvent;
 
 /// An event that the phase machine does not allow where it stands.
@@ -326,12 +326,17 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
                 if v.n == 1 && s.bridge.first_request_ok.is_none() {
                     s.bridge.first_request_ok = Some(true);
                 }
+            } else if v.budget_exhausted {
+                // The request after the last allowed step: the budget's end, not an error.
+                s.bridge.budget_stops += 1;
             } else {
                 s.bridge.rejected += 1;
                 if v.n == 1 {
                     s.bridge.first_request_ok = Some(false);
                 }
+                s.bridge.refusals.push(Refused { seq: se.seq, n: v.n, reason: v.reason.clone().unwrap_or_default(), difference: v.difference.clone(), blob: v.refused_request_blob.clone() });
             }
+            s.bridge.removed.extend(v.removed_items.iter().cloned());
             if v.boundary_prompt_injected {
                 s.bridge.injections += 1;
                 if s.bridge.injections > 1 {

@@ -85,6 +85,24 @@ pub struct BridgeState {
     pub injections: u64,
     /// Whether main request 1 was validated as ending at O′N.
     pub first_request_ok: Option<bool>,
+    /// Requests beyond the live step budget (answered so the agent stops; not errors).
+    pub budget_stops: u64,
+    /// Every refused request: why, its first difference and its kept body.
+    pub refusals: Vec<Refused>,
+    /// Items the adapters' declared rules removed from requests.
+    pub removed: Vec<journal_format::event::RemovedItem>,
+}
+
+/// One refused model request.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Refused {
+    pub seq: u64,
+    /// The main request count when it was refused.
+    pub n: u64,
+    pub reason: String,
+    pub difference: Option<String>,
+    /// The blob holding its body (secrets redacted).
+    pub blob: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]

@@ -819,7 +819,9 @@ mod tests {
             user_id: None,
             path_env: String::new(),
             extra_env: vec![],
+            facts: super::super::drift::HostFacts::observe(Path::new("/")),
             rebuilt: vec![],
+            neutralized: vec![],
             result,
             init_session: Some(SID.into()),
         }

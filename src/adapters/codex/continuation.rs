@@ -367,67 +367,57 @@ impl ContinuationAgent for CodexContinuation {
     }
 }
 
-/// Codex 0.149.0 compares the environment stored in the rollout's last `world_state` /
-/// `turn_context` records with the live one, and re-sends `<environment_context>` after the
-/// boundary when they differ, so request 1 would not end at O′N. A replay runs on another
-/// day than the recording: the stored `current_date` (never shown to the model: the
-/// model-visible environment message of the prefix is left as recorded) is set to the date
-/// Codex will compute, in the recorded timezone, which the continuation runs in (`TZ`).
-/// Returns that timezone and the dates changed. Done right before the agent starts (the
-/// rebuilt session and its journaled digest stay as rebuilt).
-pub fn pin_environment_date(
-    rollout: &Path,
-) -> Result<(Option<String>, Vec<journal_format::event::Neutralized>), AdapterError> {
-    let text = std::fs::read_to_string(rollout).map_err(|source| AdapterError::Io {
-        path: rollout.to_path_buf(),
-        source,
-    })?;
-    fn fields(v: &mut Value) -> Vec<&mut Value> {
-        let mut out = vec![];
-        let ty = v
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        let Some(p) = v.get_mut("payload") else {
-            return out;
-        };
-        if ty == "turn_context" {
-            out.push(p);
-        } else if ty == "world_state" {
-            if let Some(e) = p.get_mut("state").and_then(|s| s.get_mut("environments")) {
-                out.push(e);
-            }
+/// The zone name Codex's `iana_time_zone` reads on Linux: the `/etc/localtime` link target
+/// after `zoneinfo/`, else `/etc/timezone`.
+pub fn host_iana_zone() -> Option<String> {
+    if let Ok(target) = std::fs::read_link("/etc/localtime") {
+        let t = target.to_string_lossy();
+        if let Some(i) = t.find("zoneinfo/") {
+            return Some(t[i + "zoneinfo/".len()..].to_string());
         }
-        out
+    }
+    std::fs::read_to_string("/etc/timezone").ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
+}
+
+/// Codex 0.149.0 rebuilds a baseline from the rollout's `world_state` records (the last full
+/// snapshot plus later patches) and compares it with the live environment before every model
+/// request; a difference re-sends `<environment_context>` after the boundary, so request 1
+/// would not end at O′N (see `docs/agents/codex.md`, "Drift model"). The stored values the
+/// model never sees are set to what Codex will compute: `current_date` to today in the
+/// recorded timezone (the continuation runs with that `TZ`; `chrono::Local` follows it) and
+/// `timezone` to the host's zone name (Codex reads it from `/etc/localtime`, never from
+/// `TZ`; without one it uses `Etc/UTC` and the UTC date). The model-visible environment
+/// message of the prefix is left as recorded. Returns the recorded timezone (the `TZ` of the
+/// continuation) and what was changed. Done right before the agent starts (the rebuilt
+/// session and its journaled digest stay as rebuilt).
+pub fn pin_environment_date(rollout: &Path) -> Result<(Option<String>, Vec<journal_format::event::Neutralized>), AdapterError> {
+    let text = std::fs::read_to_string(rollout).map_err(|source| AdapterError::Io { path: rollout.to_path_buf(), source })?;
+    // `world_state` environments are the baseline 0.149.0 compares; `turn_context` holds the
+    // same two values (the baseline of rollouts written before world state existed).
+    fn environments(v: &mut Value) -> Option<&mut Value> {
+        match v.get("type").and_then(Value::as_str) {
+            Some("world_state") => v.get_mut("payload")?.get_mut("state")?.get_mut("environments"),
+            Some("turn_context") => v.get_mut("payload"),
+            _ => None,
+        }
     }
     let mut tz: Option<String> = None;
     for line in text.lines() {
         if let Ok(mut v) = serde_json::from_str::<Value>(line) {
-            for f in fields(&mut v) {
-                if let Some(t) = f.get("timezone").and_then(Value::as_str) {
-                    tz = Some(t.to_string());
-                }
+            if let Some(t) = environments(&mut v).and_then(|e| e.get("timezone")).and_then(Value::as_str) {
+                tz = Some(t.to_string());
             }
         }
     }
-    let Some(zone) = tz.clone() else {
-        return Ok((None, Vec::new()));
-    };
-    let out = std::process::Command::new("date")
-        .env("TZ", &zone)
-        .arg("+%F")
-        .output()
-        .map_err(|source| AdapterError::Io {
-            path: "date".into(),
-            source,
-        })?;
+    let Some(zone) = tz.clone() else { return Ok((None, Vec::new())) };
+    let host_zone = host_iana_zone();
+    let date_zone = if host_zone.is_some() { zone.as_str() } else { "UTC" };
+    let out = std::process::Command::new("date").env("TZ", date_zone).arg("+%F").output().map_err(|source| AdapterError::Io { path: "date".into(), source })?;
     let today = String::from_utf8_lossy(&out.stdout).trim().to_string();
     if today.len() != 10 {
-        return Err(AdapterError::Continuation(format!(
-            "cannot compute today's date in {zone}"
-        )));
+        return Err(AdapterError::Continuation(format!("cannot compute today's date in {date_zone}")));
     }
+    let live_zone = host_zone.unwrap_or_else(|| "Etc/UTC".to_string());
     let mut changed = false;
     let mut neutralized: Vec<journal_format::event::Neutralized> = Vec::new();
     let mut new = String::with_capacity(text.len());
@@ -435,21 +425,16 @@ pub fn pin_environment_date(
         let mut kept = line.to_string();
         if let Ok(mut v) = serde_json::from_str::<Value>(line) {
             let mut touched = false;
-            for f in fields(&mut v) {
-                if let Some(d) = f
-                    .get("current_date")
-                    .and_then(Value::as_str)
-                    .filter(|d| *d != today)
-                {
-                    if !neutralized.iter().any(|n| n.recorded == d) {
-                        neutralized.push(journal_format::event::Neutralized {
-                            fact: "codex:current_date".into(),
-                            recorded: d.to_string(),
-                            live: today.clone(),
-                        });
+            if let Some(env) = environments(&mut v) {
+                for (key, live) in [("current_date", &today), ("timezone", &live_zone)] {
+                    if let Some(d) = env.get(key).and_then(Value::as_str).filter(|d| d != live).map(str::to_string) {
+                        let fact = format!("codex:{key}");
+                        if !neutralized.iter().any(|n| n.fact == fact && n.recorded == d) {
+                            neutralized.push(journal_format::event::Neutralized { fact, recorded: d, live: live.clone() });
+                        }
+                        env[key] = Value::String(live.clone());
+                        touched = true;
                     }
-                    f["current_date"] = Value::String(today.clone());
-                    touched = true;
                 }
             }
             if touched {
@@ -461,10 +446,7 @@ pub fn pin_environment_date(
         new.push('\n');
     }
     if changed {
-        std::fs::write(rollout, new).map_err(|source| AdapterError::Io {
-            path: rollout.to_path_buf(),
-            source,
-        })?;
+        std::fs::write(rollout, new).map_err(|source| AdapterError::Io { path: rollout.to_path_buf(), source })?;
     }
     Ok((Some(zone), neutralized))
 }
