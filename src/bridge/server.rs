@@ -247,11 +247,7 @@ async fn refuse(
         sh,
         status,
         kind,
-        Refusal {
-            n,
-            reason,
-            difference: None,
-        },
+        Refusal::new(n, reason),
         digest,
         None,
     )
@@ -264,6 +260,8 @@ struct Refusal {
     reason: String,
     /// The first difference from the expected request, in words.
     difference: Option<String>,
+    /// The request asks for a step beyond the live budget (the budget's end, not an error).
+    budget: bool,
 }
 
 impl Refusal {
@@ -272,6 +270,7 @@ impl Refusal {
             n,
             reason: reason.into(),
             difference: None,
+            budget: false,
         }
     }
     fn with(n: u64, reason: impl Into<String>, difference: String) -> Refusal {
@@ -279,6 +278,7 @@ impl Refusal {
             n,
             reason: reason.into(),
             difference: Some(difference),
+            budget: false,
         }
     }
 }
@@ -296,7 +296,9 @@ async fn refuse_kept(
         Some(d) => format!("{}: {d}", r.reason),
         None => r.reason.clone(),
     };
-    sh.latch(reason.clone());
+    if !r.budget {
+        sh.latch(reason.clone());
+    }
     let v = BridgeRequestValidated {
         n: r.n,
         request_digest: digest,
@@ -307,10 +309,25 @@ async fn refuse_kept(
         side: false,
         refused_request_blob: body.and_then(|b| sh.keep_refused(b)),
         difference: r.difference,
+        budget_exhausted: r.budget,
         ..Default::default()
     };
     let _ = sh.notify(Event::BridgeRequestValidated(v)).await;
     error_response(status, kind, &reason)
+}
+
+/// The answer to a request beyond the live step budget: an error the agent does not retry,
+/// in its protocol's shape, so that it stops at once.
+fn budget_stop_response(protocol: AgentProtocol) -> Response<Body> {
+    let msg = "pvisor bridge: the live step budget is used up";
+    let body = match protocol {
+        AgentProtocol::AnthropicMessages => json!({"type": "error", "error": {"type": "invalid_request_error", "message": msg}}),
+        AgentProtocol::OpenAiResponses => json!({"error": {"message": msg, "type": "invalid_request_error", "code": "pvisor_step_budget_exhausted", "param": null}}),
+    };
+    let mut r = Response::new(full(body.to_string()));
+    *r.status_mut() = StatusCode::BAD_REQUEST;
+    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
 }
 
 async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
@@ -608,7 +625,9 @@ fn prepare(sh: &Shared, mut body: Value) -> Result<Prepared, Refusal> {
                 s.budget_refused = true;
             }
             drop(s);
-            return Err(Refusal::new(n, format!("the live step budget ({max}) is used up; the agent asked for another model reply")));
+            let mut r = Refusal::new(n, format!("the live step budget ({max}) is used up; the agent asked for another model reply"));
+            r.budget = true;
+            return Err(r);
         }
     }
     let key = list_key(cfg.protocol);
@@ -844,15 +863,19 @@ async fn main(
     let p = match prepare(&sh, body) {
         Ok(p) => p,
         Err(r) => {
-            // A request beyond the budget is the expected end, not a difference: not kept.
-            let keep = (!sh.state.lock().unwrap().budget_refused).then_some(&raw[..]);
+            // A request beyond the budget is the expected end, not a difference: not kept,
+            // and answered so that the agent stops at once.
+            if r.budget {
+                let _ = refuse_kept(&sh, StatusCode::BAD_REQUEST, "invalid_request_error", r, digest, None).await;
+                return budget_stop_response(sh.cfg.protocol);
+            }
             return refuse_kept(
                 &sh,
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "invalid_request_error",
                 r,
                 digest,
-                keep,
+                Some(&raw[..]),
             )
             .await;
         }

@@ -173,16 +173,6 @@ pub fn run(
     req: &ReplayRequest,
     rebuilt: &RebuiltSession,
 ) -> Result<(), RunError> {
-    if req.boundary_user_prompt.is_none()
-        && rec
-            .state
-            .request
-            .as_ref()
-            .and_then(|r| r.boundary_prompt.as_ref())
-            .is_some()
-    {
-        return Err(RunError::Configuration("this run has a boundary prompt that is not injected yet: pass the same --boundary-user-prompt again (it is never stored)".into()));
-    }
     let command = crate::adapters::capabilities::lookup(&req.agent)
         .map(|c| c.command)
         .unwrap_or("agent");

@@ -6,6 +6,7 @@ pub mod decide;
 pub mod failure;
 pub mod outputs;
 pub mod perform;
+pub mod preflight;
 pub mod progress;
 pub mod recorder;
 
@@ -107,6 +108,10 @@ pub fn run_with(
             return finish_failed(&mut rec, None, &req, err);
         }
     };
+    // Options the run will need are checked before anything is journaled or run.
+    if let Err(e) = preflight::check(&req, &state) {
+        return early(&e, Some(&req));
+    }
     let mut rec = Recorder::new(journal, state, BlobStore::new(&req.state_dir));
     if !events.is_empty() && !rec.state.phase.is_terminal() {
         // Nothing is re-executed on a workspace that no longer holds what the completed
