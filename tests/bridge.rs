@@ -254,8 +254,16 @@ async fn tampered_prefix_or_extra_message_latches() {
         assert!(!v[0].ok);
         let reason = v[0].reason.clone().unwrap();
         match case {
-            "tampered" => assert!(reason.contains("message 2 differs"), "{reason}"),
-            "extra" => assert!(reason.contains("does not end at the boundary"), "{reason}"),
+            "tampered" => {
+                assert!(reason.contains("message 2 differs"), "{reason}");
+                let d = v[0].difference.clone().unwrap();
+                assert!(d.starts_with("request 1, message 2 (role="), "the first difference is named: {d}");
+            }
+            "extra" => {
+                assert!(reason.contains("does not end at the boundary"), "{reason}");
+                let d = v[0].difference.clone().unwrap();
+                assert!(d.contains("after O′N: role="), "the extra message is described: {d}");
+            }
             "missing-results" => assert!(reason.contains("fewer than"), "{reason}"),
             _ => assert!(reason.contains("nonce"), "{reason}"),
         }
@@ -324,12 +332,14 @@ async fn boundary_prompt_thinking_budget_and_side_requests() {
         .unwrap()
         .push(json!({"role": "user", "content": "y"}));
     let (st, body) = post(&b.base_url(), "/v1/messages", b.key(), &req2).await;
-    assert_eq!(st, StatusCode::UNPROCESSABLE_ENTITY);
+    // The budget's end: a non-retryable 400, journaled as budget_exhausted, no latch.
+    assert_eq!(st, StatusCode::BAD_REQUEST);
     assert!(body.contains("budget"), "{body}");
+    assert!(b.stats().failure.is_none() && b.stats().budget_refused);
     let v = validations(&events.lock().unwrap());
     assert!(v[0].side && v[0].ok);
     assert!(v[1].boundary_prompt_injected && v[1].ok);
-    assert!(!v[2].ok);
+    assert!(!v[2].ok && v[2].budget_exhausted);
     assert!(b.stats().boundary_prompt_injected);
 }
 

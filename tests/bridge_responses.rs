@@ -183,8 +183,8 @@ async fn codex_resume_request_is_cleaned_validated_and_ends_at_the_boundary() {
     let mut next = body.clone();
     next["input"].as_array_mut().unwrap().push(json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "x"}]}));
     let (st, _) = post(&b.base_url(), b.key(), &next).await;
-    assert!(st.is_client_error());
-    assert!(b.stats().failure.unwrap().contains("budget"));
+    assert_eq!(st, 400, "the budget's end: an error Codex does not retry");
+    assert!(b.stats().budget_refused && b.stats().failure.is_none());
 }
 
 #[tokio::test]

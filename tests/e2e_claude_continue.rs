@@ -313,6 +313,10 @@ fn check_continued(s: &Setup, r: &Run) {
     assert_eq!(text, std::fs::read_to_string(&c.native_path).unwrap());
     let rebuilt =
         std::fs::read_to_string(s.state.path().join("out/native/reconstructed.jsonl")).unwrap();
+    // Byte for byte, except the host/time snapshots Claude compares on resume, which the
+    // continuation set to this host before it started (model-visible text unchanged).
+    let facts = pvisor::adapters::claude_code::drift::HostFacts::observe(&s.work);
+    let (rebuilt, _) = pvisor::adapters::claude_code::drift::neutralize(&rebuilt, &facts);
     assert!(text.starts_with(&rebuilt), "prefix unchanged");
     assert!(
         c.removed.iter().any(|t| t == "user"),

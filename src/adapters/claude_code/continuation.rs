@@ -882,7 +882,23 @@ mod tests {
         let mut c = cont_with_result(None);
         c.resume_text = ResumeText::Nonce("PVISOR-RESUME-abc".into());
         c.extra_args = vec!["--allowedTools".into(), "Glob".into()];
+        // The native session's host/time snapshots are set to this host before the start.
+        let dir = tempfile::tempdir().unwrap();
+        c.native_path = dir.path().join("s.jsonl");
+        let env_rec = r#"{"type":"attachment","attachment":{"type":"environment","snapshot":{"platform":"linux","shell":"bash","osVersion":"Linux 0.0.0-old"}},"rendered":[{"content":"OS Version: Linux 0.0.0-old"}]}"#;
+        let date_rec = r#"{"type":"attachment","attachment":{"type":"date","date":"2000-01-01"}}"#;
+        std::fs::write(&c.native_path, format!("{env_rec}\n{date_rec}\n")).unwrap();
+        let (rebuilt, neutralized) = neutralize(&format!("{env_rec}\n{date_rec}\n"), &c.facts);
+        c.rebuilt = rebuilt.into_bytes();
+        c.neutralized = neutralized;
         let cmd = c.command("http://127.0.0.1:9", "pvb-key", Some(3)).unwrap();
+        let written = std::fs::read(&c.native_path).unwrap();
+        assert_eq!(written, c.rebuilt, "the native file holds the neutralized snapshots");
+        let text = String::from_utf8(written).unwrap();
+        assert!(text.contains("OS Version: Linux 0.0.0-old"), "rendered text kept");
+        assert!(!text.contains(r#""osVersion":"Linux 0.0.0-old""#) && !text.contains("2000-01-01"));
+        let facts: Vec<&str> = cmd.neutralized.iter().map(|n| n.fact.as_str()).collect();
+        assert_eq!(facts, ["claude:environment.osVersion", "claude:date"]);
         assert_eq!(&cmd.args[..3], ["-p", "--resume", SID]);
         assert!(cmd.args.windows(2).any(|w| w == ["--max-turns", "3"]));
         assert!(cmd
