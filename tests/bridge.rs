@@ -257,12 +257,18 @@ async fn tampered_prefix_or_extra_message_latches() {
             "tampered" => {
                 assert!(reason.contains("message 2 differs"), "{reason}");
                 let d = v[0].difference.clone().unwrap();
-                assert!(d.starts_with("request 1, message 2 (role="), "the first difference is named: {d}");
+                assert!(
+                    d.starts_with("request 1, message 2 (role="),
+                    "the first difference is named: {d}"
+                );
             }
             "extra" => {
                 assert!(reason.contains("does not end at the boundary"), "{reason}");
                 let d = v[0].difference.clone().unwrap();
-                assert!(d.contains("after O′N: role="), "the extra message is described: {d}");
+                assert!(
+                    d.contains("after O′N: role="),
+                    "the extra message is described: {d}"
+                );
             }
             "missing-results" => assert!(reason.contains("fewer than"), "{reason}"),
             _ => assert!(reason.contains("nonce"), "{reason}"),

@@ -36,16 +36,16 @@ struct Case {
     root: tempfile::TempDir,
     /// The recording's original workspace path (bound to a fresh directory).
     original: PathBuf,
-    /// `FAKETIME` for the agent (e.g. `+3d`), read from a file at each start so that a
-    /// resumed attempt can run on another day. (pvisor itself is not run under libfaketime:
-    /// its children would inherit the preload and fail on its shared semaphore.)
-    faketime: Option<String>,
     env: Vec<(String, String)>,
 }
 
 impl Case {
     fn new(original: &str) -> Case {
-        Case { root: tempfile::tempdir().unwrap(), original: PathBuf::from(original), faketime: None, env: vec![] }
+        Case {
+            root: tempfile::tempdir().unwrap(),
+            original: PathBuf::from(original),
+            env: vec![],
+        }
     }
     fn fresh(&self) -> PathBuf {
         self.root.path().join("fresh")
@@ -53,8 +53,10 @@ impl Case {
     fn state(&self, id: &str) -> PathBuf {
         self.root.path().join("state").join(id)
     }
+    /// `FAKETIME` for the agent (e.g. `+3d`), read by the wrapper at each start so that a
+    /// resumed attempt can run on another day. (pvisor itself is not run under libfaketime:
+    /// its children would inherit the preload and fail on its shared semaphore.)
     fn set_faketime(&mut self, ft: Option<&str>) {
-        self.faketime = ft.map(String::from);
         std::fs::write(self.root.path().join("faketime"), ft.unwrap_or("")).unwrap();
     }
     /// A wrapper around the agent that applies the case's `FAKETIME` (if any) at each start.
@@ -87,20 +89,43 @@ impl Case {
             fresh_setup(&fresh.join(self.original.file_name().unwrap()));
         }
         std::fs::create_dir_all(parent).unwrap();
-        let script = format!("set -e\nmount --bind '{}' '{}'\nexec \"$@\"\n", fresh.display(), parent.display());
+        let script = format!(
+            "set -e\nmount --bind '{}' '{}'\nexec \"$@\"\n",
+            fresh.display(),
+            parent.display()
+        );
         let out = Command::new("unshare")
-            .args(["--mount", "--propagation", "private", "--", "/bin/bash", "-c", &script, "pvisor-ns", PVISOR])
+            .args([
+                "--mount",
+                "--propagation",
+                "private",
+                "--",
+                "/bin/bash",
+                "-c",
+                &script,
+                "pvisor-ns",
+                PVISOR,
+            ])
             .args(args)
             .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .output()
             .expect("unshare (util-linux) runs");
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        let v: Value = serde_json::from_str(stdout.lines().last().unwrap_or("{}")).unwrap_or(Value::Null);
+        let v: Value =
+            serde_json::from_str(stdout.lines().last().unwrap_or("{}")).unwrap_or(Value::Null);
         (out.status.code().unwrap_or(-1), v, stderr)
     }
     fn export(&self, id: &str) -> String {
-        String::from_utf8(Command::new(PVISOR).args(["journal", "export"]).arg(self.state(id)).output().unwrap().stdout).unwrap()
+        String::from_utf8(
+            Command::new(PVISOR)
+                .args(["journal", "export"])
+                .arg(self.state(id))
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .unwrap()
     }
 }
 
@@ -132,13 +157,27 @@ const CLAUDE_WORK: &str = "/tmp/pvisor-rec-five-step/work";
 fn claude_args(case: &Case, id: &str, trajectory: &Path, entry: &Path) -> Vec<String> {
     let rec = claude::recorded_dir().join("five-step");
     [
-        "replay", "--agent", "claude-code", "--run-id", id, "--after-step", "2", "--max-steps", "4",
-        "--trajectory", &trajectory.display().to_string(),
-        "--workspace", CLAUDE_WORK,
-        "--state-dir", &case.root.path().join("state").display().to_string(),
-        "--output-dir", &case.root.path().join("out").display().to_string(),
-        "--agent-entrypoint", &entry.display().to_string(),
-        "--model-script", &rec.join("script.json").display().to_string(),
+        "replay",
+        "--agent",
+        "claude-code",
+        "--run-id",
+        id,
+        "--after-step",
+        "2",
+        "--max-steps",
+        "4",
+        "--trajectory",
+        &trajectory.display().to_string(),
+        "--workspace",
+        CLAUDE_WORK,
+        "--state-dir",
+        &case.root.path().join("state").display().to_string(),
+        "--output-dir",
+        &case.root.path().join("out").display().to_string(),
+        "--agent-entrypoint",
+        &entry.display().to_string(),
+        "--model-script",
+        &rec.join("script.json").display().to_string(),
     ]
     .iter()
     .map(|s| s.to_string())
@@ -153,10 +192,22 @@ fn claude_case(case: &mut Case, id: &str, trajectory: &Path) -> (Value, String) 
     let rec = claude::recorded_dir().join("five-step");
     let got = main_requests(&case.state(id).join("logs/scripted-model.jsonl"));
     let orig = main_requests(&rec.join("requests.jsonl"));
-    assert_eq!(got[0]["body"]["messages"], orig[2]["body"]["messages"], "{id}: request 1 must be the original request N+1");
-    assert_eq!(got[0]["body"]["system"], orig[2]["body"]["system"], "{id}: system prompt");
-    assert_eq!(got[0]["body"]["tools"], orig[2]["body"]["tools"], "{id}: tools");
-    assert_eq!(got[1]["body"]["messages"], orig[3]["body"]["messages"], "{id}: request 2 equals the original too");
+    assert_eq!(
+        got[0]["body"]["messages"], orig[2]["body"]["messages"],
+        "{id}: request 1 must be the original request N+1"
+    );
+    assert_eq!(
+        got[0]["body"]["system"], orig[2]["body"]["system"],
+        "{id}: system prompt"
+    );
+    assert_eq!(
+        got[0]["body"]["tools"], orig[2]["body"]["tools"],
+        "{id}: tools"
+    );
+    assert_eq!(
+        got[1]["body"]["messages"], orig[3]["body"]["messages"],
+        "{id}: request 2 equals the original too"
+    );
     assert_eq!(r["agent_status"], "max_steps", "{id}: {r}");
     (r, case.export(id))
 }
@@ -167,9 +218,15 @@ fn claude_as_recorded_another_tz_and_edited_host_facts() {
     // (a) as recorded: this machine's kernel and date differ from the recording's.
     let mut a = Case::new(CLAUDE_WORK);
     let (_, export) = claude_case(&mut a, "as-recorded", &session);
-    assert!(!export.contains("claude:date_change_notice"), "same clock for pvisor and claude: nothing to remove");
+    assert!(
+        !export.contains("claude:date_change_notice"),
+        "same clock for pvisor and claude: nothing to remove"
+    );
     if pvisor::adapters::claude_code::drift::utc_date_today() != "2026-11-30" {
-        assert!(export.contains("claude:date"), "the recording's date (2026-11-30) was set to today: {export}");
+        assert!(
+            export.contains("claude:date"),
+            "the recording's date (2026-11-30) was set to today: {export}"
+        );
     }
     // (c) another TZ for pvisor: Claude runs with its own TZ (UTC), nothing changes.
     let mut c = Case::new(CLAUDE_WORK);
@@ -182,14 +239,29 @@ fn claude_as_recorded_another_tz_and_edited_host_facts() {
     let text = std::fs::read_to_string(&session).unwrap();
     let re = regex::Regex::new(r#""osVersion":"[^"]*""#).unwrap();
     assert!(re.is_match(&text));
-    std::fs::write(&edited, re.replace_all(&text, r#""osVersion":"Linux 9.9.9-drift""#).as_ref()).unwrap();
+    std::fs::write(
+        &edited,
+        re.replace_all(&text, r#""osVersion":"Linux 9.9.9-drift""#)
+            .as_ref(),
+    )
+    .unwrap();
     let (_, export) = claude_case(&mut d, "edited-facts", &edited);
-    assert!(export.contains("Linux 9.9.9-drift"), "the edited kernel was neutralized and journaled: {export}");
+    assert!(
+        export.contains("Linux 9.9.9-drift"),
+        "the edited kernel was neutralized and journaled: {export}"
+    );
     // The audit lists what was set.
-    let audit = Command::new(PVISOR).args(["journal", "audit"]).arg(d.state("edited-facts")).output().unwrap();
+    let audit = Command::new(PVISOR)
+        .args(["journal", "audit"])
+        .arg(d.state("edited-facts"))
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&audit.stdout);
     assert!(audit.status.success(), "{text}");
-    assert!(text.contains("claude:environment.osVersion: Linux 9.9.9-drift -> Linux "), "{text}");
+    assert!(
+        text.contains("claude:environment.osVersion: Linux 9.9.9-drift -> Linux "),
+        "{text}"
+    );
 }
 
 #[test]
@@ -214,12 +286,17 @@ fn claude_crash_after_a_live_step_resumed_three_days_later() {
     let seq = export
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .find(|e| e["event"] == "bridge_request_validated" && e["data"]["n"] == 2 && e["data"]["side"] != true)
+        .find(|e| {
+            e["event"] == "bridge_request_validated"
+                && e["data"]["n"] == 2
+                && e["data"]["side"] != true
+        })
         .and_then(|e| e["seq"].as_u64())
         .expect("a validated request 2");
     let mut case = Case::new(CLAUDE_WORK);
     let entry = case.wrap(&claude::claude_entrypoint());
-    case.env.push(("PVISOR_FAILPOINT".into(), format!("after-event:{seq}")));
+    case.env
+        .push(("PVISOR_FAILPOINT".into(), format!("after-event:{seq}")));
     let (code, _, err) = case.pvisor(&claude_args(&case, "crash", &session, &entry), |_| {});
     assert_ne!(code, 0, "the failpoint stops the run: {err}");
     case.env.clear();
@@ -228,10 +305,22 @@ fn claude_crash_after_a_live_step_resumed_three_days_later() {
     // Claude writes its transcript lazily: step 1's tool calls may have run without their
     // results stored, so they are in doubt; this step's tools (Read, Bash `cat`) are safe to
     // repeat, which the user accepts explicitly.
-    let args: Vec<String> = ["replay", "--resume-journal", &case.state("crash").display().to_string(), "--accept-at-least-once"].iter().map(|s| s.to_string()).collect();
+    let args: Vec<String> = [
+        "replay",
+        "--resume-journal",
+        &case.state("crash").display().to_string(),
+        "--accept-at-least-once",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     let (code, resumed, err) = case.pvisor(&args, |_| {});
     assert_eq!(code, 0, "{resumed}\n{err}");
-    assert_eq!(outcome(&resumed), outcome(&reference), "the resumed run ends as the uninterrupted one");
+    assert_eq!(
+        outcome(&resumed),
+        outcome(&reference),
+        "the resumed run ends as the uninterrupted one"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -245,30 +334,63 @@ fn codex_rollout() -> PathBuf {
 
 fn codex_case(case: &mut Case, id: &str, trajectory: &Path) -> String {
     let entry = case.wrap(&codex::codex_entrypoint());
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex/five-step/script.json");
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex/five-step/script.json");
     let args: Vec<String> = [
-        "replay", "--agent", "codex", "--run-id", id, "--after-step", "1", "--max-steps", "3",
-        "--trajectory", &trajectory.display().to_string(),
-        "--workspace", CODEX_WORK,
-        "--state-dir", &case.root.path().join("state").display().to_string(),
-        "--output-dir", &case.root.path().join("out").display().to_string(),
-        "--agent-entrypoint", &entry.display().to_string(),
-        "--model-script", &script.display().to_string(),
+        "replay",
+        "--agent",
+        "codex",
+        "--run-id",
+        id,
+        "--after-step",
+        "1",
+        "--max-steps",
+        "3",
+        "--trajectory",
+        &trajectory.display().to_string(),
+        "--workspace",
+        CODEX_WORK,
+        "--state-dir",
+        &case.root.path().join("state").display().to_string(),
+        "--output-dir",
+        &case.root.path().join("out").display().to_string(),
+        "--agent-entrypoint",
+        &entry.display().to_string(),
+        "--model-script",
+        &script.display().to_string(),
     ]
     .iter()
     .map(|s| s.to_string())
     .collect();
     let (code, r, err) = case.pvisor(&args, |_| {});
     assert_eq!(code, 0, "{id}: {r}\n{err}");
-    assert_eq!(r["metadata"]["bridge"]["first_request_ends_at_boundary"], true, "{id}: {r}");
-    assert_eq!(r["metadata"]["bridge"]["rejected_model_requests"], 0, "{id}: {r}");
+    assert_eq!(
+        r["metadata"]["bridge"]["first_request_ends_at_boundary"], true,
+        "{id}: {r}"
+    );
+    assert_eq!(
+        r["metadata"]["bridge"]["rejected_model_requests"], 0,
+        "{id}: {r}"
+    );
     let got = main_requests(&case.state(id).join("logs/scripted-model.jsonl"));
-    let orig = codex::main_requests(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex/genuine/requests-run1.jsonl"));
+    let orig = codex::main_requests(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/codex/genuine/requests-run1.jsonl"),
+    );
     if !orig.is_empty() {
-        let n = got[0]["body"]["input"].as_array().map(Vec::len).unwrap_or(0);
-        let want = orig.iter().find(|q| q["body"]["input"].as_array().map(Vec::len) == Some(n));
+        let n = got[0]["body"]["input"]
+            .as_array()
+            .map(Vec::len)
+            .unwrap_or(0);
+        let want = orig
+            .iter()
+            .find(|q| q["body"]["input"].as_array().map(Vec::len) == Some(n));
         if let Some(w) = want {
-            assert_eq!(codex::masked(&got[0]["body"])["input"], codex::masked(&w["body"])["input"], "{id}: request 1 must be the original request N+1");
+            assert_eq!(
+                codex::masked(&got[0]["body"])["input"],
+                codex::masked(&w["body"])["input"],
+                "{id}: request 1 must be the original request N+1"
+            );
         }
     }
     case.export(id)
@@ -293,13 +415,29 @@ fn codex_as_recorded_another_tz_and_edited_host_facts() {
         .lines()
         .map(|l| {
             let ws = l.contains("\"type\":\"world_state\"");
-            let l = if ws { tz.replace_all(l, r#""timezone":"Pacific/Kiritimati""#).into_owned() } else { l.to_string() };
-            let l = if ws { date.replace_all(&l, r#""current_date":"2020-01-01""#).into_owned() } else { l };
+            let l = if ws {
+                tz.replace_all(l, r#""timezone":"Pacific/Kiritimati""#)
+                    .into_owned()
+            } else {
+                l.to_string()
+            };
+            let l = if ws {
+                date.replace_all(&l, r#""current_date":"2020-01-01""#)
+                    .into_owned()
+            } else {
+                l
+            };
             l + "\n"
         })
         .collect();
-    assert!(text.contains("Pacific/Kiritimati"), "the rollout has a world_state zone to edit");
+    assert!(
+        text.contains("Pacific/Kiritimati"),
+        "the rollout has a world_state zone to edit"
+    );
     std::fs::write(&edited, text).unwrap();
     let export = codex_case(&mut d, "edited-facts", &edited);
-    assert!(export.contains("codex:timezone") && export.contains("Pacific/Kiritimati"), "{export}");
+    assert!(
+        export.contains("codex:timezone") && export.contains("Pacific/Kiritimati"),
+        "{export}"
+    );
 }

@@ -258,8 +258,8 @@ pub fn v1_1_events() -> Vec<Event> {
         neutralized: vec![
             Neutralized {
                 fact: "claude:environment.osVersion".into(),
-                recorded: "Linux 6.18.44-a".into(),
-                live: "Linux 6.18.44-b".into(),
+                recorded: "Linux 1.0.0-recorded".into(),
+                live: "Linux 2.0.0-live".into(),
             },
             Neutralized {
                 fact: "claude:date".into(),

@@ -98,21 +98,8 @@ pub struct RefusedReport {
     pub hint: String,
 }
 
-/// What to do about a refused request, from its first difference.
-pub fn refusal_hint(reason: &str, difference: Option<&str>) -> String {
-    let d = difference.unwrap_or(reason);
-    if d.contains("# Environment") || d.contains("environment_context") {
-        "the agent announced a host change the adapter did not neutralize: compare the snapshot in the rebuilt session with this host (docs/agents/<agent>.md, \"Drift model\")".into()
-    } else if d.contains("date has changed") || d.contains("UTC date is now") {
-        "the agent announced a date change: check the agent's time zone and clock (docs/agents/<agent>.md, \"Drift model\")".into()
-    } else if d.contains("after O′N") {
-        "the agent added a message after the boundary that no declared rule removes: the kept request shows it; see docs/bridge.md".into()
-    } else if d.contains("differs") || d.contains(" is `") {
-        "the agent's history differs from the rebuilt prefix at the place named: the kept request and the rebuilt session show both".into()
-    } else {
-        "see docs/bridge.md for what the bridge checks".into()
-    }
-}
+/// What to do about a refused request (one text: the difference itself says what differs).
+const REFUSAL_HINT: &str = "the kept request shows what the agent sent and the rebuilt session what was expected; a host or date notice after O′N is drift the adapter did not neutralize (docs/agents/<agent>.md, \"Drift model\"); see docs/bridge.md";
 
 fn finding(check: &str, severity: &str, message: impl Into<String>, seq: Option<u64>) -> Finding {
     Finding {
@@ -249,7 +236,12 @@ pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalErro
             let kept = r
                 .blob
                 .as_ref()
-                .map(|b| format!("; request kept (secrets redacted) at {}", blobs.path_of(b).display()))
+                .map(|b| {
+                    format!(
+                        "; request kept (secrets redacted) at {}",
+                        blobs.path_of(b).display()
+                    )
+                })
                 .unwrap_or_default();
             findings.push(finding(
                 "bridge",
@@ -519,8 +511,11 @@ pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalErro
                 n: r.n,
                 reason: r.reason.clone(),
                 difference: r.difference.clone(),
-                request_path: r.blob.as_ref().map(|b| blobs.path_of(b).display().to_string()),
-                hint: refusal_hint(&r.reason, r.difference.as_deref()),
+                request_path: r
+                    .blob
+                    .as_ref()
+                    .map(|b| blobs.path_of(b).display().to_string()),
+                hint: REFUSAL_HINT.into(),
             })
             .collect(),
     })

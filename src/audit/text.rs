@@ -57,7 +57,13 @@ pub fn render(r: &AuditReport) -> String {
     if !r.refused_requests.is_empty() {
         let _ = writeln!(s, "\nrefused model requests:");
         for q in &r.refused_requests {
-            let _ = writeln!(s, "  request {} (seq {}): {}", q.n, q.seq, q.difference.as_deref().unwrap_or(&q.reason));
+            let _ = writeln!(
+                s,
+                "  request {} (seq {}): {}",
+                q.n,
+                q.seq,
+                q.difference.as_deref().unwrap_or(&q.reason)
+            );
             if let Some(p) = &q.request_path {
                 let _ = writeln!(s, "    kept request (secrets redacted): {p}");
             }

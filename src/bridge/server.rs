@@ -243,15 +243,7 @@ async fn refuse(
     n: u64,
     digest: String,
 ) -> Response<Body> {
-    refuse_kept(
-        sh,
-        status,
-        kind,
-        Refusal::new(n, reason),
-        digest,
-        None,
-    )
-    .await
+    refuse_kept(sh, status, kind, Refusal::new(n, reason), digest, None).await
 }
 
 /// Why a main request was refused.
@@ -292,6 +284,13 @@ async fn refuse_kept(
     digest: String,
     body: Option<&[u8]>,
 ) -> Response<Body> {
+    let reason = report_refusal(sh, r, digest, body).await;
+    error_response(status, kind, &reason)
+}
+
+/// Latch (unless it is the budget's end), keep the body when given, and journal the
+/// refusal. Returns the reason as reported.
+async fn report_refusal(sh: &Shared, r: Refusal, digest: String, body: Option<&[u8]>) -> String {
     let reason = match &r.difference {
         Some(d) => format!("{}: {d}", r.reason),
         None => r.reason.clone(),
@@ -313,7 +312,7 @@ async fn refuse_kept(
         ..Default::default()
     };
     let _ = sh.notify(Event::BridgeRequestValidated(v)).await;
-    error_response(status, kind, &reason)
+    reason
 }
 
 /// The answer to a request beyond the live step budget: an error the agent does not retry,
@@ -321,12 +320,17 @@ async fn refuse_kept(
 fn budget_stop_response(protocol: AgentProtocol) -> Response<Body> {
     let msg = "pvisor bridge: the live step budget is used up";
     let body = match protocol {
-        AgentProtocol::AnthropicMessages => json!({"type": "error", "error": {"type": "invalid_request_error", "message": msg}}),
-        AgentProtocol::OpenAiResponses => json!({"error": {"message": msg, "type": "invalid_request_error", "code": "pvisor_step_budget_exhausted", "param": null}}),
+        AgentProtocol::AnthropicMessages => {
+            json!({"type": "error", "error": {"type": "invalid_request_error", "message": msg}})
+        }
+        AgentProtocol::OpenAiResponses => {
+            json!({"error": {"message": msg, "type": "invalid_request_error", "code": "pvisor_step_budget_exhausted", "param": null}})
+        }
     };
     let mut r = Response::new(full(body.to_string()));
     *r.status_mut() = StatusCode::BAD_REQUEST;
-    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     r
 }
 
@@ -866,7 +870,7 @@ async fn main(
             // A request beyond the budget is the expected end, not a difference: not kept,
             // and answered so that the agent stops at once.
             if r.budget {
-                let _ = refuse_kept(&sh, StatusCode::BAD_REQUEST, "invalid_request_error", r, digest, None).await;
+                report_refusal(&sh, r, digest, None).await;
                 return budget_stop_response(sh.cfg.protocol);
             }
             return refuse_kept(

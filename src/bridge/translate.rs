@@ -32,9 +32,11 @@ fn text_of(content: &Value, what: &str) -> Result<String, String> {
                             .unwrap_or("")
                             .to_string(),
                     ),
-                    other => return Err(format!(
+                    other => {
+                        return Err(format!(
                         "{what}: content block {other:?} cannot be translated to Chat Completions"
-                    )),
+                    ))
+                    }
                 }
             }
             Ok(parts.join("\n"))

@@ -167,18 +167,35 @@ fn prepare_resume(
     })
 }
 
-pub fn run(
-    rec: &mut Recorder,
-    adapter: &dyn Adapter,
-    req: &ReplayRequest,
-    rebuilt: &RebuiltSession,
-) -> Result<(), RunError> {
+/// The agent executable and the version it reported (accepted by the capability table).
+#[derive(Debug, Clone)]
+pub struct AgentProbe {
+    pub entry: PathBuf,
+    pub version: String,
+}
+
+/// The agent executable of the request (`--agent-entrypoint`, else the agent's command on PATH).
+fn agent_executable(req: &ReplayRequest) -> Result<PathBuf, RunError> {
     let command = crate::adapters::capabilities::lookup(&req.agent)
         .map(|c| c.command)
         .unwrap_or("agent");
-    let entry = entrypoint(req, command)?;
+    entrypoint(req, command)
+}
+
+/// Find the agent executable and check its version.
+pub fn probe(req: &ReplayRequest) -> Result<AgentProbe, RunError> {
+    let entry = agent_executable(req)?;
     let version = probe_version(req, &entry)?;
-    let attempt = rec.state.continuations.len() as u64 + 1;
+    Ok(AgentProbe { entry, version })
+}
+
+/// The adapter's continuation of `rebuilt` with the agent at `entry`.
+fn continuation_agent(
+    adapter: &dyn Adapter,
+    req: &ReplayRequest,
+    rebuilt: &RebuiltSession,
+    entry: &std::path::Path,
+) -> Result<Box<dyn crate::continuation::ContinuationAgent>, RunError> {
     let continued_artifact = req.output_dir.join("native").join(format!(
         "continued-session.{}",
         req.trajectory
@@ -186,14 +203,27 @@ pub fn run(
             .and_then(|e| e.to_str())
             .unwrap_or("jsonl")
     ));
-    let mut agent = adapter.continuation(&ContinueRequest {
-        entrypoint: &entry,
+    Ok(adapter.continuation(&ContinueRequest {
+        entrypoint: entry,
         rebuilt,
         workspace: &req.workspace,
         state_dir: &req.state_dir,
         continued_artifact: &continued_artifact,
         model: req.model.model.clone(),
-    })?;
+    })?)
+}
+
+/// Continue (or resume the continuation of) `rebuilt` with the agent `probe` found.
+pub fn run(
+    rec: &mut Recorder,
+    adapter: &dyn Adapter,
+    req: &ReplayRequest,
+    rebuilt: &RebuiltSession,
+    probe: &AgentProbe,
+) -> Result<(), RunError> {
+    let version = probe.version.clone();
+    let attempt = rec.state.continuations.len() as u64 + 1;
+    let mut agent = continuation_agent(adapter, req, rebuilt, &probe.entry)?;
     let resumed = if attempt > 1 {
         Some(prepare_resume(rec, adapter, req, rebuilt, &mut agent)?)
     } else {
@@ -325,25 +355,8 @@ pub fn write_continued(
     req: &ReplayRequest,
     rebuilt: &RebuiltSession,
 ) -> Result<(), RunError> {
-    let command = crate::adapters::capabilities::lookup(&req.agent)
-        .map(|c| c.command)
-        .unwrap_or("agent");
-    let entry = entrypoint(req, command)?;
-    let continued_artifact = req.output_dir.join("native").join(format!(
-        "continued-session.{}",
-        req.trajectory
-            .extension()
-            .and_then(|e| e.to_str())
-            .unwrap_or("jsonl")
-    ));
-    let mut agent = adapter.continuation(&ContinueRequest {
-        entrypoint: &entry,
-        rebuilt,
-        workspace: &req.workspace,
-        state_dir: &req.state_dir,
-        continued_artifact: &continued_artifact,
-        model: req.model.model.clone(),
-    })?;
+    let entry = agent_executable(req)?;
+    let mut agent = continuation_agent(adapter, req, rebuilt, &entry)?;
     let c = agent
         .finish()?
         .ok_or_else(|| RunError::Continuation("the agent's continued session is missing".into()))?;

@@ -67,6 +67,7 @@ pub fn hint_for(e: &RunError) -> Option<String> {
         RunError::ExecutorRefused(_) => "unknown and non-regenerable tools are refused before anything runs".into(),
         RunError::AmbiguousExecution(_) => "inspect the workspace; resume with --accept-at-least-once to re-run the call, or start a new run in a fresh sandbox".into(),
         RunError::Journal(_) => "`pvisor journal verify` on the state directory says what is wrong".into(),
+        RunError::Continuation(_) => "`pvisor journal audit` on the run's state directory shows every refused model request with its first difference and the kept request (secrets redacted)".into(),
         _ => return None,
     })
 }
@@ -109,9 +110,10 @@ pub fn run_with(
         }
     };
     // Options the run will need are checked before anything is journaled or run.
-    if let Err(e) = preflight::check(&req, &state) {
-        return early(&e, Some(&req));
-    }
+    let probe = match preflight::check(&req, &state) {
+        Ok(p) => p,
+        Err(e) => return early(&e, Some(&req)),
+    };
     let mut rec = Recorder::new(journal, state, BlobStore::new(&req.state_dir));
     if !events.is_empty() && !rec.state.phase.is_terminal() {
         // Nothing is re-executed on a workspace that no longer holds what the completed
@@ -134,7 +136,7 @@ pub fn run_with(
         }
     }
     let mut progress = progress::Progress::new();
-    match drive(&mut rec, adapter.as_ref(), &req, &mut progress) {
+    match drive(&mut rec, adapter.as_ref(), &req, &mut progress, probe) {
         Ok(()) => {
             progress.clear();
             conclude(&mut rec, Some(adapter.as_ref()), &req, None)
@@ -224,6 +226,7 @@ fn drive(
     adapter: &dyn Adapter,
     req: &ReplayRequest,
     progress: &mut progress::Progress,
+    probe: Option<continue_step::AgentProbe>,
 ) -> Result<(), RunError> {
     let mut plan: Option<Plan> = None;
     let mut rebuilt: Option<crate::adapter::RebuiltSession> = None;
@@ -315,7 +318,11 @@ fn drive(
                     Some(s) => s,
                     None => perform::rebuild_again(rec, adapter, req, plan.as_ref().unwrap())?,
                 };
-                continue_step::run(rec, adapter, req, &session)?;
+                let probe = match &probe {
+                    Some(p) => p.clone(),
+                    None => continue_step::probe(req)?,
+                };
+                continue_step::run(rec, adapter, req, &session, &probe)?;
             }
             Step::WriteContinued => {
                 let session = match rebuilt.take() {

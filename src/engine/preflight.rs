@@ -5,28 +5,31 @@
 
 use journal_format::event::Mode;
 
-use super::continue_step::{entrypoint, probe_version};
+use super::continue_step::{probe, AgentProbe};
 use super::failure::RunError;
 use crate::fold::ReplayState;
 use crate::request::ReplayRequest;
 
 /// Check `req` against what the journal (`state`, empty for a fresh run) already holds.
-pub fn check(req: &ReplayRequest, state: &ReplayState) -> Result<(), RunError> {
+/// Returns the probed agent when the run will continue (the continuation uses it: the
+/// version is probed once per process).
+pub fn check(req: &ReplayRequest, state: &ReplayState) -> Result<Option<AgentProbe>, RunError> {
     if req.mode != Mode::Continue || state.phase.is_terminal() {
-        return Ok(());
+        return Ok(None);
     }
     boundary_prompt(req, state)?;
     model_upstream(req)?;
-    let command = crate::adapters::capabilities::lookup(&req.agent).map(|c| c.command).unwrap_or("agent");
-    let entry = entrypoint(req, command)?;
-    probe_version(req, &entry)?;
-    Ok(())
+    probe(req).map(Some)
 }
 
 /// A resumed run whose request had a boundary prompt needs the same text again (it is never
 /// stored): its length and SHA-256 must match the journaled ones.
 fn boundary_prompt(req: &ReplayRequest, state: &ReplayState) -> Result<(), RunError> {
-    let Some(facts) = state.request.as_ref().and_then(|r| r.boundary_prompt.as_ref()) else {
+    let Some(facts) = state
+        .request
+        .as_ref()
+        .and_then(|r| r.boundary_prompt.as_ref())
+    else {
         return Ok(());
     };
     match &req.boundary_user_prompt {
@@ -49,7 +52,9 @@ fn boundary_prompt(req: &ReplayRequest, state: &ReplayState) -> Result<(), RunEr
 /// upstream URL.
 fn model_upstream(req: &ReplayRequest) -> Result<(), RunError> {
     if let Some(script) = &req.model.script {
-        crate::model::Script::from_path(script).map_err(|e| RunError::Configuration(format!("--model-script {}: {e}", script.display())))?;
+        crate::model::Script::from_path(script).map_err(|e| {
+            RunError::Configuration(format!("--model-script {}: {e}", script.display()))
+        })?;
         return Ok(());
     }
     if req.model.base_url.as_deref().is_none_or(str::is_empty) {

@@ -334,7 +334,13 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
                 if v.n == 1 {
                     s.bridge.first_request_ok = Some(false);
                 }
-                s.bridge.refusals.push(Refused { seq: se.seq, n: v.n, reason: v.reason.clone().unwrap_or_default(), difference: v.difference.clone(), blob: v.refused_request_blob.clone() });
+                s.bridge.refusals.push(Refused {
+                    seq: se.seq,
+                    n: v.n,
+                    reason: v.reason.clone().unwrap_or_default(),
+                    difference: v.difference.clone(),
+                    blob: v.refused_request_blob.clone(),
+                });
             }
             s.bridge.removed.extend(v.removed_items.iter().cloned());
             if v.boundary_prompt_injected {

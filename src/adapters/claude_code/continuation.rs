@@ -148,35 +148,6 @@ impl ClaudeContinuation {
         Ok(neutralize(&text, &self.facts).0.into_bytes())
     }
 
-    /// Set the host facts (tests: a host that surely differs from the recording's); the
-    /// rebuilt bytes follow.
-    pub fn set_facts(&mut self, facts: HostFacts) {
-        let text = String::from_utf8_lossy(&self.rebuilt).into_owned();
-        let (t, n) = neutralize(&text, &facts);
-        // What differs from the recording: the first neutralization's recorded values.
-        let mut all = self.neutralized.clone();
-        for c in n {
-            if !all.iter().any(|a| a.fact == c.fact) {
-                all.push(c);
-            }
-        }
-        for a in &mut all {
-            a.live = match a.fact.as_str() {
-                "claude:environment.osVersion" => facts.os_version.clone(),
-                "claude:environment.platform" => facts.platform.clone(),
-                "claude:environment.shell" => facts.shell.clone(),
-                "claude:environment.workingDirectory" => facts.working_directory.clone(),
-                "claude:environment.isGitRepo" => facts.is_git_repo.to_string(),
-                "claude:date" => facts.date.clone(),
-                _ => a.live.clone(),
-            };
-        }
-        all.retain(|a| a.recorded != a.live);
-        self.neutralized = all;
-        self.rebuilt = t.into_bytes();
-        self.facts = facts;
-    }
-
     /// The `result` event Claude printed, once seen.
     pub fn result_event(&self) -> Option<&Value> {
         self.result.as_ref()
@@ -893,9 +864,15 @@ mod tests {
         c.neutralized = neutralized;
         let cmd = c.command("http://127.0.0.1:9", "pvb-key", Some(3)).unwrap();
         let written = std::fs::read(&c.native_path).unwrap();
-        assert_eq!(written, c.rebuilt, "the native file holds the neutralized snapshots");
+        assert_eq!(
+            written, c.rebuilt,
+            "the native file holds the neutralized snapshots"
+        );
         let text = String::from_utf8(written).unwrap();
-        assert!(text.contains("OS Version: Linux 0.0.0-old"), "rendered text kept");
+        assert!(
+            text.contains("OS Version: Linux 0.0.0-old"),
+            "rendered text kept"
+        );
         assert!(!text.contains(r#""osVersion":"Linux 0.0.0-old""#) && !text.contains("2000-01-01"));
         let facts: Vec<&str> = cmd.neutralized.iter().map(|n| n.fact.as_str()).collect();
         assert_eq!(facts, ["claude:environment.osVersion", "claude:date"]);

@@ -6,8 +6,9 @@
 //!   item Codex inserts before it because its home path differs from the original run's.
 //! - config.toml of the isolated `CODEX_HOME` is rewritten with the bridge URL; the bridge
 //!   key travels in `PVISOR_CODEX_API_KEY`; stdin is `/dev/null`.
-//! - Codex has no turn limit of its own in `exec`: the bridge refuses the (B+1)-th model
-//!   request, the runner stops the agent and reports `max_steps`.
+//! - Codex has no turn limit of its own in `exec`: the bridge answers the (B+1)-th model
+//!   request with a 400 Codex does not retry, so it stops at once; the runner reports
+//!   `max_steps`.
 //! - After exit the rollout (Codex appends to the same file) must start with the rebuilt
 //!   bytes; the appended nonce message, skills item, their `world_state` and UI mirrors are
 //!   removed; the nonce must appear nowhere else.
@@ -376,7 +377,10 @@ pub fn host_iana_zone() -> Option<String> {
             return Some(t[i + "zoneinfo/".len()..].to_string());
         }
     }
-    std::fs::read_to_string("/etc/timezone").ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
+    std::fs::read_to_string("/etc/timezone")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
 }
 
 /// Codex 0.149.0 rebuilds a baseline from the rollout's `world_state` records (the last full
@@ -390,13 +394,21 @@ pub fn host_iana_zone() -> Option<String> {
 /// message of the prefix is left as recorded. Returns the recorded timezone (the `TZ` of the
 /// continuation) and what was changed. Done right before the agent starts (the rebuilt
 /// session and its journaled digest stay as rebuilt).
-pub fn pin_environment_date(rollout: &Path) -> Result<(Option<String>, Vec<journal_format::event::Neutralized>), AdapterError> {
-    let text = std::fs::read_to_string(rollout).map_err(|source| AdapterError::Io { path: rollout.to_path_buf(), source })?;
+pub fn pin_environment_date(
+    rollout: &Path,
+) -> Result<(Option<String>, Vec<journal_format::event::Neutralized>), AdapterError> {
+    let text = std::fs::read_to_string(rollout).map_err(|source| AdapterError::Io {
+        path: rollout.to_path_buf(),
+        source,
+    })?;
     // `world_state` environments are the baseline 0.149.0 compares; `turn_context` holds the
     // same two values (the baseline of rollouts written before world state existed).
     fn environments(v: &mut Value) -> Option<&mut Value> {
         match v.get("type").and_then(Value::as_str) {
-            Some("world_state") => v.get_mut("payload")?.get_mut("state")?.get_mut("environments"),
+            Some("world_state") => v
+                .get_mut("payload")?
+                .get_mut("state")?
+                .get_mut("environments"),
             Some("turn_context") => v.get_mut("payload"),
             _ => None,
         }
@@ -404,18 +416,36 @@ pub fn pin_environment_date(rollout: &Path) -> Result<(Option<String>, Vec<journ
     let mut tz: Option<String> = None;
     for line in text.lines() {
         if let Ok(mut v) = serde_json::from_str::<Value>(line) {
-            if let Some(t) = environments(&mut v).and_then(|e| e.get("timezone")).and_then(Value::as_str) {
+            if let Some(t) = environments(&mut v)
+                .and_then(|e| e.get("timezone"))
+                .and_then(Value::as_str)
+            {
                 tz = Some(t.to_string());
             }
         }
     }
-    let Some(zone) = tz.clone() else { return Ok((None, Vec::new())) };
+    let Some(zone) = tz.clone() else {
+        return Ok((None, Vec::new()));
+    };
     let host_zone = host_iana_zone();
-    let date_zone = if host_zone.is_some() { zone.as_str() } else { "UTC" };
-    let out = std::process::Command::new("date").env("TZ", date_zone).arg("+%F").output().map_err(|source| AdapterError::Io { path: "date".into(), source })?;
+    let date_zone = if host_zone.is_some() {
+        zone.as_str()
+    } else {
+        "UTC"
+    };
+    let out = std::process::Command::new("date")
+        .env("TZ", date_zone)
+        .arg("+%F")
+        .output()
+        .map_err(|source| AdapterError::Io {
+            path: "date".into(),
+            source,
+        })?;
     let today = String::from_utf8_lossy(&out.stdout).trim().to_string();
     if today.len() != 10 {
-        return Err(AdapterError::Continuation(format!("cannot compute today's date in {date_zone}")));
+        return Err(AdapterError::Continuation(format!(
+            "cannot compute today's date in {date_zone}"
+        )));
     }
     let live_zone = host_zone.unwrap_or_else(|| "Etc/UTC".to_string());
     let mut changed = false;
@@ -427,10 +457,22 @@ pub fn pin_environment_date(rollout: &Path) -> Result<(Option<String>, Vec<journ
             let mut touched = false;
             if let Some(env) = environments(&mut v) {
                 for (key, live) in [("current_date", &today), ("timezone", &live_zone)] {
-                    if let Some(d) = env.get(key).and_then(Value::as_str).filter(|d| d != live).map(str::to_string) {
+                    if let Some(d) = env
+                        .get(key)
+                        .and_then(Value::as_str)
+                        .filter(|d| d != live)
+                        .map(str::to_string)
+                    {
                         let fact = format!("codex:{key}");
-                        if !neutralized.iter().any(|n| n.fact == fact && n.recorded == d) {
-                            neutralized.push(journal_format::event::Neutralized { fact, recorded: d, live: live.clone() });
+                        if !neutralized
+                            .iter()
+                            .any(|n| n.fact == fact && n.recorded == d)
+                        {
+                            neutralized.push(journal_format::event::Neutralized {
+                                fact,
+                                recorded: d,
+                                live: live.clone(),
+                            });
                         }
                         env[key] = Value::String(live.clone());
                         touched = true;
@@ -446,7 +488,10 @@ pub fn pin_environment_date(rollout: &Path) -> Result<(Option<String>, Vec<journ
         new.push('\n');
     }
     if changed {
-        std::fs::write(rollout, new).map_err(|source| AdapterError::Io { path: rollout.to_path_buf(), source })?;
+        std::fs::write(rollout, new).map_err(|source| AdapterError::Io {
+            path: rollout.to_path_buf(),
+            source,
+        })?;
     }
     Ok((Some(zone), neutralized))
 }

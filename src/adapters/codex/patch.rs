@@ -418,10 +418,12 @@ pub fn apply(
                 };
                 let original = match std::fs::read_to_string(&abs) {
                     Ok(s) => s,
-                    Err(e) => return PatchOutcome::Rejected(format!(
+                    Err(e) => {
+                        return PatchOutcome::Rejected(format!(
                         "apply_patch verification failed: Failed to read file to update {}: {e}",
                         abs.display()
-                    )),
+                    ))
+                    }
                 };
                 let contents = match derive(&original, &abs, chunks) {
                     Ok(c) => c,
