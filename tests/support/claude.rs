@@ -555,3 +555,24 @@ pub fn diff_paths(a: &Value, b: &Value, path: String, out: &mut Vec<String>) {
         _ => out.push(path),
     }
 }
+
+/// `messages` with the tool results of each user message in `tool_use_id` order and no
+/// `cache_control`: the results of parallel calls made by a *live* step reach the request in
+/// the order the tools finished (Claude runs them concurrently), which no replay controls.
+/// Only for comparing requests after a live step; the replayed prefix is compared as is.
+pub fn parallel_results_unordered(messages: &Value) -> Value {
+    let mut m = messages.clone();
+    for msg in m.as_array_mut().into_iter().flatten() {
+        if let Some(blocks) = msg.get_mut("content").and_then(Value::as_array_mut) {
+            for b in blocks.iter_mut() {
+                if let Some(o) = b.as_object_mut() {
+                    o.remove("cache_control");
+                }
+            }
+            if blocks.iter().all(|b| b["type"] == "tool_result") {
+                blocks.sort_by(|a, b| a["tool_use_id"].as_str().cmp(&b["tool_use_id"].as_str()));
+            }
+        }
+    }
+    m
+}
