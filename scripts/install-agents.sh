@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Install pinned agent CLIs into the project's git-ignored folder .cache/agents/<agent>/.
 #
-#   scripts/install-agents.sh [agent...]     agents: claude-code codex (default: claude-code)
+#   scripts/install-agents.sh [agent[@version]...]   agents: claude-code codex (default: claude-code)
+#
+# Without @version the pinned version is installed into .cache/agents/<agent>/; another
+# version (e.g. claude-code@2.1.220, the low end of a tested range) goes to
+# .cache/agents/<agent>@<version>/.
 #
 # Idempotent: an agent whose pinned version is already installed (and answers --version) is
 # left alone. With exactly one agent named, the absolute entrypoint path is printed on stdout;
@@ -66,15 +70,20 @@ post_install() {
 }
 
 install_agent() {
-    local agent="$1"
+    local agent="${1%@*}" want=""
+    [[ "$1" == *@* ]] && want="${1##*@}"
     agent_spec "$agent"
     local prefix="$AGENTS_DIR/$agent"
+    if [[ -n "$want" && "$want" != "$VERSION" ]]; then
+        [[ "$want" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "$agent: bad version '$want'"
+        VERSION="$want"; VERSION_MATCH="$want"; prefix="$AGENTS_DIR/$agent@$want"
+    fi
     local entry="$prefix/$ENTRY"
 
     # Serialize concurrent installs of the same agent (parallel test binaries, several shells).
     mkdir -p "$AGENTS_DIR"
     if command -v flock >/dev/null; then
-        exec {lock_fd}>"$AGENTS_DIR/.$agent.lock"
+        exec {lock_fd}>"$AGENTS_DIR/.$agent@$VERSION.lock"
         flock "$lock_fd"
     fi
 

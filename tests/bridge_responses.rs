@@ -56,6 +56,7 @@ fn prefix(n: usize) -> Vec<Value> {
         workspace: state.path(),
         state_dir: state.path(),
         artifact_path: &art,
+        touch_workspace: true,
     })
     .unwrap()
     .prefix

@@ -265,3 +265,47 @@ fn tool_probe3_session_shell_reads() {
     }
     assert!(m.len() <= 2, "{m:#?}");
 }
+
+/// The same tasks recorded with Claude Code 2.1.220, the low end of the supported range:
+/// every observation replays byte for byte with the same tool semantics.
+#[test]
+fn sessions_of_the_range_low_end_replay_byte_for_byte() {
+    let mut bad = vec![];
+    for name in [
+        "five-step-2.1.220",
+        "edits-2.1.220",
+        "search-errors-2.1.220",
+        "tool-probe-2.1.220",
+        "tool-probe2-2.1.220",
+    ] {
+        let m = except_glob_order(replay(name));
+        if !m.is_empty() {
+            bad.push((name, m));
+        }
+    }
+    assert!(bad.is_empty(), "{bad:#?}");
+}
+
+/// Parallel calls whose results Claude wrote in completion order (the first call is the
+/// slowest), with both ends of the supported range.
+#[test]
+fn parallel_results_written_out_of_order() {
+    for name in ["parallel-order-2.1.332", "parallel-order-2.1.220"] {
+        let parsed = claude_code::parse_file(&fixture(name).join("session.jsonl")).unwrap();
+        let b = &parsed.plan().batches[0];
+        let ids: Vec<&str> = b.calls.iter().map(|c| c.call_id.as_str()).collect();
+        assert_eq!(
+            ids,
+            ["toolu_pv_t000_0", "toolu_pv_t000_1", "toolu_pv_t000_2"],
+            "{name}"
+        );
+        assert_eq!(b.calls[0].original.as_ref().unwrap().text, "slow", "{name}");
+        assert_eq!(
+            b.calls[2].original.as_ref().unwrap().text,
+            "medium",
+            "{name}"
+        );
+        let m = replay(name);
+        assert!(m.is_empty(), "{name}: {m:#?}");
+    }
+}

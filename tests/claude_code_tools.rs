@@ -443,7 +443,7 @@ fn edit_stale_file_in_bypass_mode() {
 #[test]
 fn multi_edit() {
     let e = env_cfg(ToolConfig {
-        legacy_tools: true,
+        behaviour: pvisor::adapters::claude_code::versions::Behaviour::of(Some((2, 0, 77))),
         ..ToolConfig::default()
     });
     e.write("m.txt", "a b c\n");
@@ -794,7 +794,7 @@ fn ls_and_multi_edit_do_not_exist_in_2_1() {
 #[test]
 fn ls_tree() {
     let e = env_cfg(ToolConfig {
-        legacy_tools: true,
+        behaviour: pvisor::adapters::claude_code::versions::Behaviour::of(Some((2, 0, 77))),
         ..ToolConfig::default()
     });
     e.write("src/main.rs", "");

@@ -222,6 +222,7 @@ fn rebuild_writes_session_artifact_and_mtimes() {
         workspace: &ws,
         state_dir: &state,
         artifact_path: &artifact,
+        touch_workspace: true,
     };
     let s = rebuild(&req).unwrap();
     let home = ClaudeHome::new(&state);

@@ -22,112 +22,17 @@ mod claude;
 #[path = "support/codex.rs"]
 #[allow(dead_code)]
 mod codex;
+#[path = "support/ns.rs"]
+mod ns;
+
+use ns::Case;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
 
-const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
 const PVISOR: &str = env!("CARGO_BIN_EXE_pvisor");
-
-/// One replay to run in its own mount namespace.
-struct Case {
-    root: tempfile::TempDir,
-    /// The recording's original workspace path (bound to a fresh directory).
-    original: PathBuf,
-    env: Vec<(String, String)>,
-}
-
-impl Case {
-    fn new(original: &str) -> Case {
-        Case {
-            root: tempfile::tempdir().unwrap(),
-            original: PathBuf::from(original),
-            env: vec![],
-        }
-    }
-    fn fresh(&self) -> PathBuf {
-        self.root.path().join("fresh")
-    }
-    fn state(&self, id: &str) -> PathBuf {
-        self.root.path().join("state").join(id)
-    }
-    /// `FAKETIME` for the agent (e.g. `+3d`), read by the wrapper at each start so that a
-    /// resumed attempt can run on another day. (pvisor itself is not run under libfaketime:
-    /// its children would inherit the preload and fail on its shared semaphore.)
-    fn set_faketime(&mut self, ft: Option<&str>) {
-        std::fs::write(self.root.path().join("faketime"), ft.unwrap_or("")).unwrap();
-    }
-    /// A wrapper around the agent that applies the case's `FAKETIME` (if any) at each start.
-    fn wrap(&self, agent: &Path) -> PathBuf {
-        assert!(Path::new(LIBFAKETIME).is_file(), "{LIBFAKETIME} is missing: install the Debian package `faketime` (scripts/test.sh does)");
-        let w = self.root.path().join("agent-wrapper");
-        let ft = self.root.path().join("faketime");
-        if !ft.exists() {
-            std::fs::write(&ft, "").unwrap();
-        }
-        std::fs::write(
-            &w,
-            format!(
-                "#!/bin/bash\nft=\"$(cat {ft})\"\nif [ -n \"$ft\" ]; then export LD_PRELOAD={LIBFAKETIME} FAKETIME=\"$ft\" FAKETIME_DISABLE_SHM=1 FAKETIME_DONT_FAKE_MONOTONIC=1; fi\nexec {} \"$@\"\n",
-                agent.display(),
-                ft = ft.display()
-            ),
-        )
-        .unwrap();
-        Command::new("chmod").arg("+x").arg(&w).status().unwrap();
-        w
-    }
-    /// `pvisor <args>` inside a private mount namespace with `fresh` bound at the parent of
-    /// the original workspace (so runs elsewhere that remove the workspace cannot reach it).
-    fn pvisor(&self, args: &[String], fresh_setup: impl FnOnce(&Path)) -> (i32, Value, String) {
-        let parent = self.original.parent().unwrap();
-        let fresh = self.fresh();
-        if !fresh.exists() {
-            std::fs::create_dir_all(fresh.join(self.original.file_name().unwrap())).unwrap();
-            fresh_setup(&fresh.join(self.original.file_name().unwrap()));
-        }
-        std::fs::create_dir_all(parent).unwrap();
-        let script = format!(
-            "set -e\nmount --bind '{}' '{}'\nexec \"$@\"\n",
-            fresh.display(),
-            parent.display()
-        );
-        let out = Command::new("unshare")
-            .args([
-                "--mount",
-                "--propagation",
-                "private",
-                "--",
-                "/bin/bash",
-                "-c",
-                &script,
-                "pvisor-ns",
-                PVISOR,
-            ])
-            .args(args)
-            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .output()
-            .expect("unshare (util-linux) runs");
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        let v: Value =
-            serde_json::from_str(stdout.lines().last().unwrap_or("{}")).unwrap_or(Value::Null);
-        (out.status.code().unwrap_or(-1), v, stderr)
-    }
-    fn export(&self, id: &str) -> String {
-        String::from_utf8(
-            Command::new(PVISOR)
-                .args(["journal", "export"])
-                .arg(self.state(id))
-                .output()
-                .unwrap()
-                .stdout,
-        )
-        .unwrap()
-    }
-}
 
 fn main_requests(log: &Path) -> Vec<Value> {
     std::fs::read_to_string(log)

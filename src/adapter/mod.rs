@@ -137,6 +137,10 @@ pub struct RebuildRequest<'a> {
     pub state_dir: &'a Path,
     /// Where the native session artifact is copied for the user (output dir).
     pub artifact_path: &'a Path,
+    /// Whether rebuild may set what the agent's resume reads from the workspace (Claude: the
+    /// mtimes of the files its read state names). False for the prepared session: prepare-only
+    /// and the prepare step before a replay never touch the workspace.
+    pub touch_workspace: bool,
 }
 
 /// A native session written for the agent to resume.

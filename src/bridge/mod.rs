@@ -3,7 +3,9 @@
 //!
 //! The agent is pointed at the bridge (`http://127.0.0.1:PORT`) with a per-run random key as
 //! its API key. For every **main** model request the bridge
-//! 1. checks the key (wrong or missing → 401, and the run fails),
+//! 1. checks the key: a request without it is not the agent's (or is a keyless reachability
+//!    probe): it is answered by the bridge (`HEAD`/`GET` → 200, else 401), never forwarded,
+//!    journaled as a side request, and cannot fail the run,
 //! 2. removes exactly the transport items the agent's resume inserted ([`TransportRule`]),
 //! 3. canonicalizes the messages ([`canonical`]) and checks that `messages[0..len(prefix))`
 //!    equal the expected prefix (per-message digests; the first differing index is reported),

@@ -35,6 +35,7 @@ struct State {
     in_flight: bool,
     injected: bool,
     budget_refused: bool,
+    unauthenticated: u64,
 }
 
 pub(super) struct Shared {
@@ -184,7 +185,17 @@ fn error_response(status: StatusCode, kind: &str, message: &str) -> Response<Bod
 /// The canonical form of one prefix item in the agent's protocol.
 fn canonical_for(protocol: AgentProtocol, m: &Value) -> Value {
     match protocol {
-        AgentProtocol::AnthropicMessages => canonical_anthropic_message(m),
+        // A message-level `output_config` (Claude Code puts the request's effort on its
+        // context system turn) is request configuration, not conversation: sessions before
+        // Claude Code 2.1.332 do not record it. It is checked against the request's own
+        // `output_config` instead ([`message_output_configs_match`]).
+        AgentProtocol::AnthropicMessages => {
+            let mut v = canonical_anthropic_message(m);
+            if let Some(o) = v.as_object_mut() {
+                o.remove("output_config");
+            }
+            v
+        }
         // Responses items are compared as sent; Codex's rollout-only key never is.
         AgentProtocol::OpenAiResponses => {
             let mut v = m.clone();
@@ -194,6 +205,13 @@ fn canonical_for(protocol: AgentProtocol, m: &Value) -> Value {
             v
         }
     }
+}
+
+/// Every message-level `output_config` equals the request's top-level one.
+fn message_output_configs_match(body: &Value, msgs: &[Value]) -> Option<usize> {
+    let top = body.get("output_config");
+    msgs.iter()
+        .position(|m| m.get("output_config").is_some_and(|c| Some(c) != top))
 }
 
 /// The key of the conversation list in a main request.
@@ -244,6 +262,45 @@ async fn refuse(
     digest: String,
 ) -> Response<Body> {
     refuse_kept(sh, status, kind, Refusal::new(n, reason), digest, None).await
+}
+
+/// How many keyless requests are journaled; later ones are answered the same way, unrecorded
+/// (a local process cannot grow the journal without bound).
+const UNAUTHENTICATED_JOURNALED: u64 = 32;
+
+/// A request without the per-run key did not come from the agent pvisor started, or is a
+/// keyless reachability probe (Claude Code 2.1.220 sends `HEAD /api/hello` without its API
+/// key). It is answered here and never forwarded: a `HEAD`/`GET` probe gets `200` with no
+/// body, anything else `401`. It is journaled as a side request, so it neither counts as a
+/// model request nor fails the continuation: no local process can break a run this way.
+async fn unauthenticated(sh: &Shared, method: &Method, path: &str, n: u64) -> Response<Body> {
+    let probe = *method == Method::HEAD || *method == Method::GET;
+    let count = {
+        let mut s = sh.state.lock().unwrap();
+        s.unauthenticated += 1;
+        s.unauthenticated
+    };
+    let reason = if probe {
+        format!("{method} {path}: keyless reachability probe, answered by the bridge")
+    } else {
+        format!("{method} {path}: missing or wrong bridge key, not forwarded")
+    };
+    if count <= UNAUTHENTICATED_JOURNALED {
+        let v = BridgeRequestValidated {
+            n,
+            prefix_digest: sh.prefix_digest.clone(),
+            ok: probe,
+            reason: Some(reason.clone()),
+            side: true,
+            ..Default::default()
+        };
+        let _ = sh.notify(Event::BridgeRequestValidated(v)).await;
+    }
+    if probe {
+        Response::new(full(String::new()))
+    } else {
+        error_response(StatusCode::UNAUTHORIZED, "authentication_error", &reason)
+    }
 }
 
 /// Why a main request was refused.
@@ -345,15 +402,7 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     let main_so_far = sh.state.lock().unwrap().main;
 
     if !authorized(&sh.key, &headers) {
-        return refuse(
-            &sh,
-            StatusCode::UNAUTHORIZED,
-            "authentication_error",
-            format!("{method} {path}: missing or wrong bridge key"),
-            main_so_far,
-            String::new(),
-        )
-        .await;
+        return unauthenticated(&sh, &method, &path, main_so_far).await;
     }
     let body = match req.into_body().collect().await {
         Ok(b) => b.to_bytes(),
@@ -729,6 +778,14 @@ fn prepare(sh: &Shared, mut body: Value) -> Result<Prepared, Refusal> {
                     "the resume nonce appears elsewhere in the request",
                 ));
             }
+        }
+    }
+    if cfg.protocol == AgentProtocol::AnthropicMessages {
+        if let Some(i) = message_output_configs_match(&body, &msgs) {
+            return Err(Refusal::new(
+                n,
+                format!("message {i} has an `output_config` other than the request's"),
+            ));
         }
     }
     let canon: Vec<Value> = msgs

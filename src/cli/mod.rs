@@ -4,6 +4,7 @@
 pub mod error;
 pub mod exit;
 pub mod journal;
+pub mod model;
 pub mod replay;
 pub mod stress;
 
@@ -28,6 +29,9 @@ pub enum Command {
     /// Inspect, verify and export replay journals.
     #[command(subcommand)]
     Journal(journal::JournalCmd),
+    /// The built-in scripted model server.
+    #[command(subcommand)]
+    Model(model::ModelCmd),
 }
 
 /// Run the CLI; returns the process exit code.
@@ -46,6 +50,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
     let res = match cli.command {
         Command::Journal(cmd) => journal::run(cmd),
         Command::Replay(args) => replay::run(*args),
+        Command::Model(cmd) => model::run(cmd),
     };
     match res {
         Ok(code) => code,

@@ -43,12 +43,12 @@ pub fn probe_version(req: &ReplayRequest, entry: &std::path::Path) -> Result<Str
     let v = String::from_utf8_lossy(&out.stdout).trim().to_string();
     let cap = crate::adapters::capabilities::lookup(&req.agent)
         .ok_or_else(|| RunError::UnsupportedAgent(req.agent.clone()))?;
-    if !cap.accepts(&v) {
+    if !cap.continues(&v) {
         return Err(RunError::UnsupportedVersion(format!(
-            "{} reports version `{v}`; the {} adapter supports {}",
+            "{} reports version `{v}`; the {} adapter continues with {}",
             entry.display(),
             req.agent,
-            cap.accepted.join(", ")
+            cap.continue_versions_text()
         )));
     }
     Ok(v)

@@ -112,6 +112,31 @@ pub fn validate(
     req: &ReplayRequest,
     plan: &Plan,
 ) -> Result<(), RunError> {
+    // Tool semantics follow the version that recorded the session: one outside the
+    // adapter's proven range is refused in every mode, before any tool runs.
+    if let (Some(v), Some(cap)) = (
+        &plan.recorded_version,
+        crate::adapters::capabilities::lookup(adapter.name()),
+    ) {
+        if !cap.accepts(v) {
+            return Err(RunError::UnsupportedVersion(format!(
+                "{} was recorded by {} {v}; the {} adapter replays {}; nothing was run",
+                req.trajectory.display(),
+                adapter.name(),
+                adapter.name(),
+                cap.versions_text()
+            )));
+        }
+        if req.mode == Mode::Continue && !cap.continues(v) {
+            return Err(RunError::UnsupportedVersion(format!(
+                "{} was recorded by {} {v}; the {} adapter continues sessions of {} (this one can be replayed with --replay-only); nothing was run",
+                req.trajectory.display(),
+                adapter.name(),
+                adapter.name(),
+                cap.continue_versions_text()
+            )));
+        }
+    }
     let n = req.after_step as usize;
     let max = plan.max_boundary();
     if n > max {
@@ -224,6 +249,7 @@ pub fn write_session(
         workspace: &req.workspace,
         state_dir: &state_sub,
         artifact_path: &artifact,
+        touch_workspace: role != SessionRole::Prepared,
     })?;
     rec.record(Event::SessionWritten(SessionWritten {
         role,
@@ -327,6 +353,7 @@ pub fn rebuild_again(
         workspace: &req.workspace,
         state_dir: &req.state_dir,
         artifact_path: &artifact,
+        touch_workspace: !started,
     })?;
     if let Some(w) = rec.state.sessions.get("reconstructed") {
         if w.digest != rebuilt.digest {

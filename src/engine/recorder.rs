@@ -49,7 +49,7 @@ impl Recorder {
 
     /// Append durably, fold, and honour the failpoint.
     pub fn record(&mut self, event: Event) -> Result<StoredEvent, RunError> {
-        if self.failpoint == Some(Failpoint::Before((self.journal.last_seq() + 1))) {
+        if self.failpoint == Some(Failpoint::Before(self.journal.last_seq() + 1)) {
             eprintln!(
                 "pvisor: failpoint before-event:{} reached, aborting",
                 (self.journal.last_seq() + 1)

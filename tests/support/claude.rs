@@ -27,12 +27,35 @@ pub const API_KEY: &str = "pvisor-test-key";
 /// never skip.
 pub fn claude_entrypoint() -> PathBuf {
     static ENTRY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    ENTRY
-        .get_or_init(|| {
+    ENTRY.get_or_init(|| install("claude-code")).clone()
+}
+
+/// The entrypoint of Claude Code `version` (the pinned one when `None`), installed by
+/// `scripts/install-agents.sh claude-code@<version>` when missing.
+pub fn claude_entrypoint_of(version: Option<&str>) -> PathBuf {
+    match version {
+        None => claude_entrypoint(),
+        Some(v) => {
+            static ENTRIES: std::sync::Mutex<Vec<(String, PathBuf)>> =
+                std::sync::Mutex::new(Vec::new());
+            let mut m = ENTRIES.lock().unwrap();
+            if let Some((_, p)) = m.iter().find(|(k, _)| k == v) {
+                return p.clone();
+            }
+            let p = install(&format!("claude-code@{v}"));
+            m.push((v.to_string(), p.clone()));
+            p
+        }
+    }
+}
+
+fn install(spec: &str) -> PathBuf {
+    {
+        {
             let script = project_root().join("scripts/install-agents.sh");
             let out = std::process::Command::new("bash")
                 .arg(&script)
-                .arg("claude-code")
+                .arg(spec)
                 .stdin(Stdio::null())
                 .output()
                 .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
@@ -50,8 +73,8 @@ pub fn claude_entrypoint() -> PathBuf {
                 "installer printed no usable entrypoint: {stdout:?}"
             );
             entry
-        })
-        .clone()
+        }
+    }
 }
 
 /// `cwd` as Claude Code names its project folder: every non-alphanumeric character -> `-`.
@@ -75,6 +98,9 @@ pub struct Task {
     pub run1_turns: usize,
     #[serde(default)]
     pub resume_turns: usize,
+    /// The Claude Code version to record with (default: the pinned one).
+    #[serde(default)]
+    pub agent_version: Option<String>,
 }
 
 impl Task {
@@ -159,8 +185,9 @@ pub async fn run_claude(
     work: &Path,
     args: &[String],
     log: Option<&Path>,
+    entry: &Path,
 ) -> ClaudeRun {
-    let entry = claude_entrypoint();
+    let entry = entry.to_path_buf();
     let opts = ServerOptions {
         log_path: log.map(Path::to_path_buf),
         api_key: Some(API_KEY.into()),
@@ -340,6 +367,19 @@ pub fn set_mtimes(dir: &Path, secs: u64) {
     }
 }
 
+/// Every file under `dir` with its mtime and bytes, sorted by path: equal before and after
+/// a step that must not touch the workspace.
+pub fn file_states(dir: &Path) -> Vec<(String, std::time::SystemTime, Vec<u8>)> {
+    list_files(dir)
+        .into_iter()
+        .map(|f| {
+            let p = dir.join(&f);
+            let m = std::fs::metadata(&p).unwrap().modified().unwrap();
+            (f, m, std::fs::read(&p).unwrap())
+        })
+        .collect()
+}
+
 /// Relative paths of the files under `dir`, sorted.
 pub fn list_files(dir: &Path) -> Vec<String> {
     fn walk(root: &Path, d: &Path, out: &mut Vec<String>) {
@@ -395,6 +435,7 @@ pub async fn run_task(dir: &Path, root: &Path, logs_to: Option<&Path>) -> TaskRu
         &work,
         &run1_args(&task.prompt, &task.args),
         log1.as_deref(),
+        &claude_entrypoint_of(task.agent_version.as_deref()),
     )
     .await;
     assert!(run1.status.success(), "run 1 failed:\n{}", run1.describe());
@@ -419,6 +460,7 @@ pub async fn run_task(dir: &Path, root: &Path, logs_to: Option<&Path>) -> TaskRu
                 &work,
                 &resume_args(&run1.session_id, p, &task.args),
                 log2.as_deref(),
+                &claude_entrypoint_of(task.agent_version.as_deref()),
             )
             .await;
             assert!(r.status.success(), "resume failed:\n{}", r.describe());
@@ -468,10 +510,11 @@ pub async fn record(name: &str) {
         std::fs::write(dir.join("claude.json"), s).unwrap();
     }
     copy_tree(&run.work, &dir.join("workspace-after"));
-    let version = std::process::Command::new(claude_entrypoint())
-        .arg("--version")
-        .output()
-        .unwrap();
+    let version =
+        std::process::Command::new(claude_entrypoint_of(run.task.agent_version.as_deref()))
+            .arg("--version")
+            .output()
+            .unwrap();
     let mut home_files = list_files(&run.home);
     home_files.retain(|f| !f.starts_with(".claude/projects/") || f.ends_with(".jsonl"));
     let meta = json!({

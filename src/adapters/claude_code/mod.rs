@@ -1,4 +1,4 @@
-//! Claude Code adapter (supported version: [`SUPPORTED_VERSION`]).
+//! Claude Code adapter (supported versions: [`versions`], pinned [`SUPPORTED_VERSION`]).
 //!
 //! - [`parse`]: session JSONL → [`parse::ParsedSession`] → [`crate::adapter::Plan`].
 //! - [`rebuild`]: the native session with fresh observations, in an isolated config dir.
@@ -19,8 +19,9 @@ pub mod drift;
 pub mod parse;
 pub mod rebuild;
 pub mod tools;
+pub mod versions;
 
-/// The Claude Code version whose tool outputs this adapter reproduces.
+/// The pinned Claude Code version (the newest of [`versions`]' supported range).
 pub const SUPPORTED_VERSION: &str = "2.1.332";
 
 pub use parse::{parse, parse_bytes, parse_file, ParsedSession};

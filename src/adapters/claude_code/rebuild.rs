@@ -105,6 +105,9 @@ impl Line {
     fn parent(&self) -> Option<&str> {
         self.v.get("parentUuid").and_then(Value::as_str)
     }
+    fn message_id(&self) -> Option<&str> {
+        self.v.pointer("/message/id").and_then(Value::as_str)
+    }
     fn is_conversational(&self) -> bool {
         self.uuid().is_some()
             && matches!(
@@ -264,16 +267,32 @@ fn compute_cut(
             Some(_) => return Err(terr(path, lines[pos].idx + 1, "parentUuid", "not a string")),
         };
     }
-    let chain_uuids: HashSet<&str> = chain.iter().filter_map(|&p| lines[p].uuid()).collect();
-
-    // Parallel-call siblings: tool_result records of kept calls hanging off the chain.
+    // Parallel calls, as Claude re-attaches them on load: the other lines of an assistant
+    // message on the chain (one line per content block, same `message.id`), and the
+    // tool_result records of kept calls hanging off any of those lines. Results are written
+    // in the order the calls completed, so a result may hang off a tool_use line that is
+    // not on the chain walked from the boundary.
     let mut conversational: BTreeSet<usize> = chain.clone();
+    let chain_messages: HashSet<&str> = chain
+        .iter()
+        .filter(|&&p| lines[p].ty() == "assistant")
+        .filter_map(|&p| lines[p].message_id())
+        .collect();
+    for (pos, l) in lines.iter().enumerate().take(leaf + 1) {
+        if l.ty() == "assistant" && l.message_id().is_some_and(|m| chain_messages.contains(m)) {
+            conversational.insert(pos);
+        }
+    }
+    let anchors: HashSet<&str> = conversational
+        .iter()
+        .filter_map(|&p| lines[p].uuid())
+        .collect();
     for (pos, l) in lines.iter().enumerate().take(leaf + 1) {
         let ids = l.result_ids();
-        if ids.is_empty() || chain.contains(&pos) {
+        if ids.is_empty() || conversational.contains(&pos) {
             continue;
         }
-        if l.parent().is_some_and(|p| chain_uuids.contains(p))
+        if l.parent().is_some_and(|p| anchors.contains(p))
             && ids.iter().all(|id| kept_calls.contains(id))
         {
             conversational.insert(pos);
@@ -899,7 +918,7 @@ fn rebuild_with(req: &RebuildRequest, write_native: bool) -> Result<RebuiltSessi
         std::fs::create_dir_all(parent).map_err(|e| io_err(parent, e))?;
     }
     write_file(req.artifact_path, rebuilt.text.as_bytes())?;
-    if write_native {
+    if write_native && req.touch_workspace {
         let original_cwd = req.plan.original_cwd.clone().or_else(|| {
             rebuilt
                 .kept_records

@@ -381,7 +381,7 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
     );
     let suffix = if stale {
         STALE_NOTE
-    } else if not_in_context {
+    } else if not_in_context && cx.config.behaviour.edit_suffix_tracks_context {
         ""
     } else {
         FILE_STATE_CURRENT

@@ -105,10 +105,11 @@ pub struct ToolConfig {
     /// Extra environment for Bash (on top of the inherited one and Claude's own
     /// `CLAUDECODE=1`, `GIT_EDITOR=true`).
     pub bash_env: Vec<(String, String)>,
-    /// Re-execute `LS` and `MultiEdit` (tools of Claude Code before 2.1). In 2.1.332 they do
-    /// not exist and a call gets `<tool_use_error>Error: No such tool available: LS</tool_use_error>`
-    /// (observed in a recorded 2.1.332 session), which is what the default reproduces.
-    pub legacy_tools: bool,
+    /// What the session's Claude Code version does differently (`versions::Behaviour`).
+    /// `legacy_tools`: re-execute `LS` and `MultiEdit` (tools of Claude Code before 2.1). In
+    /// 2.1.220..=2.1.332 they do not exist and a call gets `<tool_use_error>Error: No such
+    /// tool available: LS</tool_use_error>` (recorded), which is what the default reproduces.
+    pub behaviour: super::versions::Behaviour,
 }
 
 impl Default for ToolConfig {
@@ -119,7 +120,7 @@ impl Default for ToolConfig {
             read_guard: ReadGuard::Enforce,
             tool_results_dir: None,
             bash_env: Vec::new(),
-            legacy_tools: false,
+            behaviour: super::versions::Behaviour::default(),
         }
     }
 }
@@ -143,28 +144,19 @@ impl ToolConfig {
             Some("bypassPermissions") | Some("acceptEdits") => ReadGuard::Skip,
             _ => ReadGuard::Enforce,
         };
-        let legacy_tools = session
-            .recorded_version
-            .as_deref()
-            .and_then(parse_version)
-            .map_or(false, |v| v < (2, 1, 0));
+        let behaviour = super::versions::Behaviour::of(
+            session
+                .recorded_version
+                .as_deref()
+                .and_then(super::versions::parse),
+        );
         ToolConfig {
             cwd: session.original_cwd.clone(),
             read_guard,
-            legacy_tools,
+            behaviour,
             ..ToolConfig::default()
         }
     }
-}
-
-/// "2.1.332" (or "2.1.332 (Claude Code)") → (2, 1, 332).
-pub(crate) fn parse_version(v: &str) -> Option<(u32, u32, u32)> {
-    let mut it = v
-        .split_whitespace()
-        .next()?
-        .split('.')
-        .map(|p| p.parse::<u32>().ok());
-    Some((it.next()??, it.next()??, it.next().flatten().unwrap_or(0)))
 }
 
 /// What Claude remembers about a file the model has seen (`readFileState` entry).
@@ -534,7 +526,7 @@ impl ToolSession {
             "Read" => read::run(input, &mut cx)?,
             "Write" => write::run(input, &mut cx)?,
             "Edit" => edit::run(input, &mut cx)?,
-            "LS" | "MultiEdit" if !self.config.legacy_tools => {
+            "LS" | "MultiEdit" if !self.config.behaviour.legacy_tools => {
                 // `chunk-bqhgd24a.js`: the runner's answer to a tool name it does not offer.
                 return Ok(ToolOutcome {
                     observation: Observation {
