@@ -232,7 +232,13 @@ fn tool_probe2_session_edge_cases() {
 /// lists the same two files.
 #[test]
 fn tool_probe3_session_shell_reads() {
-    let m = except_glob_order(replay("tool-probe3"));
+    for name in ["tool-probe3", "tool-probe3-2.1.220"] {
+        tool_probe3(name);
+    }
+}
+
+fn tool_probe3(name: &str) {
+    let m = except_glob_order(replay(name));
     eprintln!("tool-probe3 differences: {m:#?}");
     for (tool, orig, ours) in &m {
         assert_eq!(tool, "Bash", "{m:#?}");

@@ -762,6 +762,8 @@ fn split_commands(command: &str, pipes: bool) -> Vec<String> {
 }
 
 /// `vJi`: commands that typically rewrite files in place (formatters, `sed -i`, `--fix`…).
+/// Versions before `BASH_SED_I_NOTE` lack the `sed -i` alternative.
+const SED_I: &str = r"\bg?sed\b.*\s-[a-zA-Z]*i|";
 const REWRITERS: &str = r"--write|--fix|--in-place|--auto-correct|\bg?sed\b.*\s-[a-zA-Z]*i|\brun\s+format\b|\brun\s+fix\b|\b(yarn|pnpm)\s+format\b|\blint:file\b|\blint:fix\b|\bblack\b|\bisort\b|\bruff\s+format\b|\bcargo\s+(fmt|fix)\b|\brustfmt\b|\bgo\s+fmt\b|\bterraform\s+fmt\b|\bdprint\s+fmt\b|\bswiftformat\b|\bphpcbf\b";
 
 /// `RJi` + the `staleReadFileStateHint` of `yi.call`: after a file-rewriting command, the
@@ -769,9 +771,13 @@ const REWRITERS: &str = r"--write|--fix|--in-place|--auto-correct|\bg?sed\b.*\s-
 /// the second) and the read.
 fn stale_read_hint(command: &str, cx: &Cx<'_>, started_floor_ms: i64) -> Option<String> {
     static RE: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
-    let re = RE
-        .get_or_init(|| regex::Regex::new(REWRITERS).ok())
-        .as_ref()?;
+    static RE_NO_SED: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
+    let re = if cx.config.behaviour.bash_sed_i_note {
+        RE.get_or_init(|| regex::Regex::new(REWRITERS).ok())
+    } else {
+        RE_NO_SED.get_or_init(|| regex::Regex::new(&REWRITERS.replacen(SED_I, "", 1)).ok())
+    }
+    .as_ref()?;
     if !re.is_match(command) {
         return None;
     }

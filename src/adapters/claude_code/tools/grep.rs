@@ -300,6 +300,70 @@ fn locale_cmp(a: &str, b: &str) -> std::cmp::Ordering {
         .then_with(|| a.cmp(b))
 }
 
+/// The order ripgrep's parallel walker prints files in, for a small tree (Grep before
+/// `versions::GREP_SORTED` does not sort): each worker pushes a directory's entries on a
+/// LIFO stack in `read_dir` order and pops the top, so entries come out in reverse
+/// directory order and a directory's subtree where that directory falls. (On trees large
+/// enough for the second worker to steal work the order is not deterministic, in Claude
+/// Code either.) `files` are the files to search; the result is the same set.
+fn ripgrep_walk_order(root: &Path, files: Vec<PathBuf>) -> Vec<PathBuf> {
+    use std::collections::HashSet;
+    let wanted: HashSet<PathBuf> = files.iter().cloned().collect();
+    let mut dirs: HashSet<PathBuf> = HashSet::new();
+    for f in &files {
+        let mut d = f.parent();
+        while let Some(p) = d {
+            if !dirs.insert(p.to_path_buf()) || p == root {
+                break;
+            }
+            d = p.parent();
+        }
+    }
+    let mut out = Vec::with_capacity(files.len());
+    let mut stack: Vec<PathBuf> = Vec::new();
+    let push_dir = |d: &Path, stack: &mut Vec<PathBuf>| {
+        if let Ok(rd) = std::fs::read_dir(d) {
+            stack.extend(rd.flatten().map(|e| e.path()));
+        }
+    };
+    push_dir(root, &mut stack);
+    while let Some(p) = stack.pop() {
+        if wanted.contains(&p) {
+            out.push(p);
+        } else if dirs.contains(&p) {
+            push_dir(&p, &mut stack);
+        }
+    }
+    if out.len() != files.len() {
+        // A file the walker did not reach again (changed meanwhile): keep the set.
+        let seen: HashSet<PathBuf> = out.iter().cloned().collect();
+        out.extend(files.into_iter().filter(|f| !seen.contains(f)));
+    }
+    out
+}
+
+/// Before `versions::GREP_JSON_LINES`: ripgrep's whole output, trimmed, split into lines,
+/// a trailing `\r` removed from each, empty lines dropped.
+fn legacy_output_lines(stdout: &str) -> Vec<String> {
+    stdout
+        .trim()
+        .split('\n')
+        .map(|l| l.strip_suffix('\r').unwrap_or(l).to_string())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// Node's `path.relative(cwd, p)` (p resolved against the cwd), kept as `p` when it starts
+/// with `..` (Claude's `RYt`).
+fn legacy_relative(cx: &Cx<'_>, p: &str) -> String {
+    let cwd = cx.cwd();
+    let abs = super::normalize_lexically(&cwd.join(p));
+    match super::relative_path(&cwd, &abs) {
+        Some(rel) if !rel.starts_with("..") => rel,
+        _ => p.to_string(),
+    }
+}
+
 pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
     let pattern = req_str(TOOL, input, "pattern")?;
     let path = opt_str(TOOL, input, "path")?;
@@ -352,7 +416,7 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
     let target = path.map(|p| cx.expand(p)).unwrap_or_else(|| cx.cwd());
     if let Some(p) = path {
         if std::fs::symlink_metadata(&target).is_err() {
-            return Ok(Output::thrown(format!(
+            return Ok(cx.path_error(format!(
                 "Path does not exist: {p}. Note: your current working directory is {}.",
                 cx.cwd().display()
             )));
@@ -448,6 +512,9 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
             .map(|e| e.into_path())
             .collect();
         v.sort();
+        if !cx.config.behaviour.grep_sorted {
+            v = ripgrep_walk_order(&real_target, v);
+        }
         v
     } else {
         vec![real_target.clone()]
@@ -463,6 +530,16 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
             lexical_target.join(rel)
         };
         cx.display_relative(&lex)
+    };
+
+    // The path ripgrep prints for a file it walked from the absolute search path.
+    let absolute = |p: &Path| -> String {
+        let rel = p.strip_prefix(&real_target).unwrap_or(p);
+        if rel.as_os_str().is_empty() {
+            lexical_target.to_string_lossy().into_owned()
+        } else {
+            lexical_target.join(rel).to_string_lossy().into_owned()
+        }
     };
 
     match mode {
@@ -528,12 +605,21 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
             }
             let matches: usize = rows.iter().map(|r| r.1).sum();
             let nfiles = rows.len();
-            rows.sort_by(|x, y| x.0.as_os_str().cmp(y.0.as_os_str()));
+            if cx.config.behaviour.grep_sorted {
+                rows.sort_by(|x, y| x.0.as_os_str().cmp(y.0.as_os_str()));
+            }
             let (kept, applied) = paginate(&rows, head_limit, offset);
-            let lines: Vec<String> = kept
-                .iter()
-                .map(|(p, n)| format!("{}:{n}", show(p)))
-                .collect();
+            let lines: Vec<String> = if cx.config.behaviour.grep_json_lines {
+                kept.iter()
+                    .map(|(p, n)| format!("{}:{n}", show(p)))
+                    .collect()
+            } else {
+                // `rg -c -H` prints the path it walked (under the absolute search path);
+                // the part before the last `:` is made relative.
+                kept.iter()
+                    .map(|(p, n)| format!("{}:{n}", legacy_relative(cx, &absolute(p))))
+                    .collect()
+            };
             let pg = pagination(applied, offset);
             let body = if !lines.is_empty() {
                 lines.join("\n")
@@ -574,10 +660,19 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
                     groups.push((f.to_string_lossy().into_owned(), lines));
                 }
             }
-            groups.sort_by(|x, y| x.0.encode_utf16().cmp(y.0.encode_utf16()));
+            if cx.config.behaviour.grep_sorted {
+                groups.sort_by(|x, y| x.0.encode_utf16().cmp(y.0.encode_utf16()));
+            }
+            let legacy = !cx.config.behaviour.grep_json_lines;
             let mut all: Vec<String> = Vec::new();
             for (p, lines) in &groups {
-                let shown = show(Path::new(p));
+                // Before `GREP_JSON_LINES`, lines are ripgrep's plain text, paths absolute
+                // (made relative below, after pagination).
+                let shown = if legacy {
+                    absolute(Path::new(p))
+                } else {
+                    show(Path::new(p))
+                };
                 if opts.context_breaks
                     && !all.is_empty()
                     && all.last().map(String::as_str) != Some("--")
@@ -616,8 +711,18 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
             if all.last().map(String::as_str) == Some("--") {
                 all.pop();
             }
+            if legacy {
+                all = legacy_output_lines(&all.join("\n"));
+            }
             let total = all.len();
-            let (kept, applied) = paginate(&all, head_limit, offset);
+            let (mut kept, applied) = paginate(&all, head_limit, offset);
+            if legacy {
+                for l in kept.iter_mut() {
+                    if let Some(g) = l.find(':').filter(|&g| g > 0) {
+                        *l = format!("{}{}", legacy_relative(cx, &l[..g]), &l[g..]);
+                    }
+                }
+            }
             let pg = pagination(applied, offset);
             let body = if !kept.is_empty() {
                 kept.join("\n")

@@ -140,16 +140,16 @@ impl ToolConfig {
             })
             .next()
             .map(str::to_owned);
-        let read_guard = match mode.as_deref() {
-            Some("bypassPermissions") | Some("acceptEdits") => ReadGuard::Skip,
-            _ => ReadGuard::Enforce,
-        };
         let behaviour = super::versions::Behaviour::of(
             session
                 .recorded_version
                 .as_deref()
                 .and_then(super::versions::parse),
         );
+        let read_guard = match mode.as_deref() {
+            Some("bypassPermissions") | Some("acceptEdits") => ReadGuard::Skip,
+            _ => ReadGuard::Enforce,
+        };
         ToolConfig {
             cwd: session.original_cwd.clone(),
             read_guard,
@@ -288,6 +288,15 @@ pub(crate) struct Cx<'a> {
 }
 
 impl Cx<'_> {
+    /// A missing or wrong search path (Grep, Glob): thrown from the tool (bare text) from
+    /// `versions::PATH_ERRORS_THROWN` on, refused by input validation before it.
+    pub(crate) fn path_error(&self, message: String) -> Output {
+        if self.config.behaviour.path_errors_thrown {
+            Output::thrown(message)
+        } else {
+            Output::validation(message)
+        }
+    }
     /// Claude's current working directory (`ue()`): the shell cwd.
     pub fn cwd(&self) -> PathBuf {
         self.state.cwd.clone().unwrap_or_else(|| self.start_cwd())

@@ -299,8 +299,13 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
         });
     }
     if BINARY_EXTENSIONS.contains(&ext.as_str()) {
+        let hint = if cx.config.behaviour.read_binary_skill_hint {
+            "Use a skill for this file type if one is available, or a shell command or script that can read the format."
+        } else {
+            "Please use appropriate tools for binary file analysis."
+        };
         return Ok(Output::validation(format!(
-            "This tool cannot read binary files. The file appears to be a binary {ext} file. Use a skill for this file type if one is available, or a shell command or script that can read the format."
+            "This tool cannot read binary files. The file appears to be a binary {ext} file. {hint}"
         )));
     }
     if allow_large {
@@ -335,9 +340,14 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
     }
     if limit.is_none() && meta.len() > MAX_SIZE_BYTES {
         return Ok(Output::thrown(format!(
-            "File content ({}) exceeds maximum allowed size ({}). Use offset and limit parameters to read specific portions of the file, or search for specific content instead of reading the whole file.{ALLOW_LARGE_HINT}",
+            "File content ({}) exceeds maximum allowed size ({}). Use offset and limit parameters to read specific portions of the file, or search for specific content instead of reading the whole file.{}",
             format_size(meta.len()),
-            format_size(MAX_SIZE_BYTES)
+            format_size(MAX_SIZE_BYTES),
+            if cx.config.behaviour.read_allow_large {
+                ALLOW_LARGE_HINT
+            } else {
+                ""
+            }
         )));
     }
     let bytes = std::fs::read(&path).map_err(|e| io_error(TOOL, e))?;
@@ -391,7 +401,7 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
         )
     };
     let mut text_out = body;
-    if let Some(nt) = not_text {
+    if let Some(nt) = not_text.filter(|_| cx.config.behaviour.read_not_text_note) {
         // `Iqi`: each note after a blank line.
         text_out.push_str("\n\n");
         text_out.push_str(&nt.read_note());

@@ -146,25 +146,29 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
     // validateInput
     match std::fs::metadata(&path) {
         Ok(meta) => {
-            if meta.is_dir() {
+            if meta.is_dir() && cx.config.behaviour.write_directory_check {
                 return Ok(Output::validation(format!(
                     "{file_path} is a directory, not a file. To create a file inside it, include the file name in file_path."
                 )));
             }
-            if !meta.is_file() {
+            // Before the directory check a directory passes this one (devices, FIFOs and
+            // sockets only) and meets the read guard.
+            if !meta.is_file() && !meta.is_dir() {
                 return Ok(Output::validation(format!(
                     "{file_path} exists but is not a regular file (a device, FIFO or socket). Write only creates or overwrites regular files."
                 )));
             }
             let mtime = mtime_ms(&path).map_err(|e| io_error(TOOL, e))?;
+            let enforce = cx.config.read_guard == ReadGuard::Enforce
+                || !cx.config.behaviour.write_guard_follows_permissions;
             match cx.state.read_files.get(&path) {
                 None => {
-                    if cx.config.read_guard == ReadGuard::Enforce {
+                    if enforce {
                         return Ok(Output::validation(NOT_READ_YET));
                     }
                 }
                 Some(st) if st.is_partial_view => {
-                    if cx.config.read_guard == ReadGuard::Enforce {
+                    if enforce {
                         return Ok(Output::validation(NOT_READ_YET));
                     }
                 }
