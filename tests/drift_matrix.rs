@@ -209,13 +209,12 @@ fn claude_crash_after_a_live_step_resumed_three_days_later() {
     // Resumed three days later (pvisor and claude).
     case.set_faketime(Some("+3d"));
     // Claude writes its transcript lazily: step 1's tool calls may have run without their
-    // results stored, so they are in doubt; this step's tools (Read, Bash `cat`) are safe to
-    // repeat, which the user accepts explicitly.
+    // results stored, so they are in doubt; the workspace is restored to the checkpoint
+    // taken before they were released, and the step runs again (no consent needed).
     let args: Vec<String> = [
         "replay",
         "--resume-journal",
         &case.state("crash").display().to_string(),
-        "--accept-at-least-once",
     ]
     .iter()
     .map(|s| s.to_string())

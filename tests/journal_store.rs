@@ -58,6 +58,30 @@ fn complete_vector_folds_to_the_committed_result() {
     assert_eq!(result["replayed_tool_calls"], 3);
 }
 
+/// The 1.2 vector (a call restored and run again) folds to the complete vector's result,
+/// apart from the resume count; its checkpoints and restore are in the state.
+#[test]
+fn the_1_2_vector_with_a_restored_call_folds_like_the_uninterrupted_run() {
+    let fold_of = |name: &str| {
+        let bytes = std::fs::read(vectors().join(name)).unwrap();
+        let (_, evs, opened) = open_mem(bytes).unwrap();
+        assert_eq!(opened, Opened::Intact, "{name}");
+        fold::fold(&evs).unwrap()
+    };
+    let whole = fold_of("complete.pvj");
+    let restored = fold_of("complete-1.2.pvj");
+    assert_eq!(restored.checkpoints.len(), 2);
+    assert_eq!(restored.restores.len(), 1);
+    assert_eq!(restored.calls[&(1, 0)].in_doubt_decisions, vec!["rerun_restored"]);
+    assert_eq!(restored.calls[&(1, 0)].starts, 2);
+    let strip = |s: &pvisor::fold::ReplayState| {
+        let mut v = serde_json::to_value(derive(s)).unwrap();
+        v["metadata"]["journal"] = serde_json::Value::Null;
+        v
+    };
+    assert_eq!(strip(&restored), strip(&whole));
+}
+
 #[test]
 fn truncation_at_every_offset_of_the_last_record_recovers_the_rest() {
     let bytes = std::fs::read(vectors().join("complete.pvj")).unwrap();

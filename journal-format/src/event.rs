@@ -344,8 +344,45 @@ pub struct InDoubtResolved {
     pub call: u64,
     pub call_id: String,
     pub tool: String,
-    /// `rerun_read_only` | `rerun_accepted` | `stopped`.
+    /// `rerun_read_only` | `rerun_restored` (1.2: the workspace was restored to the
+    /// checkpoint taken before the call, so the re-run applies it once) | `rerun_accepted`
+    /// | `stopped`.
     pub decision: String,
+}
+
+/// A snapshot of the workspace taken right before a call that changes it runs (format 1.2):
+/// `manifest_blob` lists every file, directory and symlink under the workspace with its
+/// content blob, mode and modification time. A resumed run restores it before it runs the
+/// call again, so the workspace sees the call's effects once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkspaceCheckpointed {
+    /// The batch (≥ 1) of a replayed call, or 0 for a live continuation step.
+    pub batch: u64,
+    /// The call index in the batch, or the live step number when `batch` is 0.
+    pub call: u64,
+    /// Blob of the manifest (JSON, `pvisor.workspace-manifest/v1`).
+    pub manifest_blob: String,
+    /// Files, directories and symlinks listed.
+    pub entries: u64,
+    /// Bytes of file content stored for the first time by this checkpoint.
+    pub new_bytes: u64,
+    /// Files listed without their content (over the size cap): a restore that would need
+    /// them is impossible, and the in-doubt policy decides instead.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unstored: Vec<String>,
+}
+
+/// The workspace was restored to a checkpoint before an in-doubt call or live step ran
+/// again (format 1.2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkspaceRestored {
+    pub batch: u64,
+    pub call: u64,
+    pub manifest_blob: String,
+    /// Files written back (content or metadata).
+    pub written: u64,
+    /// Paths removed (created after the checkpoint).
+    pub removed: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -435,6 +472,8 @@ const fn kind_name(kind: u16) -> &'static str {
         17 => "resumed",
         18 => "run_finished",
         19 => "run_failed",
+        20 => "workspace_checkpointed",
+        21 => "workspace_restored",
         _ => "unknown",
     }
 }
@@ -459,4 +498,6 @@ events! {
     17 => Resumed(Resumed),
     18 => RunFinished(RunFinished),
     19 => RunFailed(RunFailed),
+    20 => WorkspaceCheckpointed(WorkspaceCheckpointed),
+    21 => WorkspaceRestored(WorkspaceRestored),
 }

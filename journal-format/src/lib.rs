@@ -33,10 +33,12 @@ pub use record::{ChainHash, RecordFrame};
 ///   `bridge_request_validated.removed_items`, `.refused_request_blob`, `.difference` and
 ///   `.budget_exhausted`
 ///   (absent when empty, so 1.0 events encode as before).
+/// - 1.2: event kinds 20 `workspace_checkpointed` and 21 `workspace_restored`; the in-doubt
+///   decision `rerun_restored`.
 pub const FORMAT_MAJOR: u16 = 1;
 /// Current format minor version. Writers refuse to append to a file whose minor is greater
 /// (an older writer would drop data a newer one relies on).
-pub const FORMAT_MINOR: u16 = 1;
+pub const FORMAT_MINOR: u16 = 2;
 
 /// Hard cap on a record payload. Checked before any allocation.
 pub const MAX_PAYLOAD: u32 = 16 * 1024 * 1024;

@@ -213,6 +213,21 @@ fn build(kind: u16, s: &[String], n: &[u64], b: &[bool]) -> Event {
             message: st(1),
             retryable: bo(0),
         }),
+        20 => Event::WorkspaceCheckpointed(WorkspaceCheckpointed {
+            batch: nu(0),
+            call: nu(1),
+            manifest_blob: st(0),
+            entries: nu(2),
+            new_bytes: nu(3),
+            unstored: if bo(0) { vec![st(1), st(2)] } else { vec![] },
+        }),
+        21 => Event::WorkspaceRestored(WorkspaceRestored {
+            batch: nu(0),
+            call: nu(1),
+            manifest_blob: st(0),
+            written: nu(2),
+            removed: nu(3),
+        }),
         k => Event::Unknown {
             kind: k,
             payload: st(0).into_bytes(),
@@ -223,7 +238,7 @@ fn build(kind: u16, s: &[String], n: &[u64], b: &[bool]) -> Event {
 #[test]
 fn kinds_are_dense_and_named() {
     let kinds: Vec<u16> = KINDS.iter().map(|(k, _)| *k).collect();
-    assert_eq!(kinds, (1..=19).collect::<Vec<_>>());
+    assert_eq!(kinds, (1..=21).collect::<Vec<_>>());
     for (k, name) in KINDS {
         assert_ne!(*name, "unknown", "kind {k} has no name");
         let e = build(*k, &["x".into()], &[1], &[true]);
@@ -235,8 +250,8 @@ fn kinds_are_dense_and_named() {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(400))]
     #[test]
-    fn every_event_kind_round_trips(kind in 1u16..=21, s in prop::collection::vec(".{0,40}", 1..14), n in prop::collection::vec(any::<u64>(), 1..6), b in prop::collection::vec(any::<bool>(), 1..14), at in any::<u64>(), id in any::<[u8; 16]>()) {
-        let events = vec![build(kind, &s, &n, &b), build(kind % 19 + 1, &s, &n, &b)];
+    fn every_event_kind_round_trips(kind in 1u16..=23, s in prop::collection::vec(".{0,40}", 1..14), n in prop::collection::vec(any::<u64>(), 1..6), b in prop::collection::vec(any::<bool>(), 1..14), at in any::<u64>(), id in any::<[u8; 16]>()) {
+        let events = vec![build(kind, &s, &n, &b), build(kind % 21 + 1, &s, &n, &b)];
         let header = FileHeader::new(JournalId(id), at);
         let mut bytes = header.encode().to_vec();
         let mut enc = Encoder::new(&header);

@@ -339,6 +339,48 @@ fn offsets(bytes: &[u8]) -> Vec<u64> {
     v
 }
 
+/// Format 1.2: a mutating call checkpointed, interrupted, its workspace restored and the call
+/// run again (`rerun_restored`); a live step checkpointed before its tool calls ran.
+pub fn v1_2_events() -> Vec<Event> {
+    let all = complete_events();
+    let mut evs: Vec<Event> = all[..5].to_vec(); // up to batch_started 1
+    let cp = |batch: u64, call: u64, what: &str| {
+        Event::WorkspaceCheckpointed(WorkspaceCheckpointed {
+            batch,
+            call,
+            manifest_blob: blake3::hash(what.as_bytes()).to_hex().to_string(),
+            entries: 3,
+            new_bytes: 12,
+            unstored: vec![],
+        })
+    };
+    evs.push(cp(1, 0, "manifest-1-0"));
+    evs.push(all[5].clone()); // tool_call_started 1/0
+    evs.push(Event::Resumed(Resumed {
+        from_seq: 7,
+        pvisor_version: "0.1.0".into(),
+    }));
+    evs.push(Event::WorkspaceRestored(WorkspaceRestored {
+        batch: 1,
+        call: 0,
+        manifest_blob: blake3::hash(b"manifest-1-0").to_hex().to_string(),
+        written: 1,
+        removed: 1,
+    }));
+    evs.push(Event::InDoubtResolved(InDoubtResolved {
+        batch: 1,
+        call: 0,
+        call_id: "toolu_a".into(),
+        tool: "Bash".into(),
+        decision: "rerun_restored".into(),
+    }));
+    evs.push(all[5].clone()); // started again
+    evs.extend(all[6..21].iter().cloned()); // … first validation of the continuation
+    evs.push(cp(0, 1, "manifest-live-1"));
+    evs.extend(all[21..].iter().cloned());
+    evs
+}
+
 fn vectors() -> Vec<(&'static str, Vec<u8>)> {
     let complete = encode(&header(), &complete_events());
     let offs = offsets(&complete);
@@ -368,6 +410,9 @@ fn vectors() -> Vec<(&'static str, Vec<u8>)> {
     let mut h11 = header();
     h11.minor = 1;
     let v11 = encode(&h11, &v1_1_events());
+    let mut h12 = header();
+    h12.minor = 2;
+    let v12 = encode(&h12, &v1_2_events());
     vec![
         ("complete", complete),
         ("torn-tail", torn),
@@ -375,6 +420,7 @@ fn vectors() -> Vec<(&'static str, Vec<u8>)> {
         ("forked", forked),
         ("newer-major", newer_bytes),
         ("complete-1.1", v11),
+        ("complete-1.2", v12),
     ]
 }
 
@@ -456,4 +502,17 @@ fn the_1_1_vector_decodes_back_and_1_0_events_encode_as_before() {
     let old = &complete_events()[20];
     let payload = old.encode_payload();
     assert!(!String::from_utf8_lossy(&payload).contains("neutralized"));
+}
+
+#[test]
+fn the_1_2_vector_decodes_back() {
+    let bytes = std::fs::read(dir().join("complete-1.2.pvj")).unwrap();
+    let mut rr = RecordReader::open(&bytes[..]).unwrap();
+    assert_eq!(rr.header().minor, 2);
+    let mut got = vec![];
+    while let Some(r) = rr.next_record().unwrap() {
+        got.push(Event::decode(r.kind, r.payload()).unwrap());
+    }
+    assert_eq!(got, v1_2_events());
+    assert!(got.iter().any(|e| matches!(e, Event::WorkspaceRestored(_))));
 }

@@ -84,6 +84,9 @@ pub struct AuditReport {
     /// Refused model requests, with their first difference and kept body.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub refused_requests: Vec<RefusedReport>,
+    /// Workspace restores before an interrupted call or live step ran again.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub restores: Vec<journal_format::event::WorkspaceRestored>,
 }
 
 /// One refused model request, for the report.
@@ -315,6 +318,41 @@ pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalErro
             }
         }
     }
+    // workspace checkpoints: the manifest and every pack it names
+    for c in state.checkpoints.values() {
+        let check = || -> Result<(), String> {
+            let m = crate::workspace::checkpoint::load_manifest(&blobs, &c.manifest_blob)
+                .map_err(|e| e.to_string())?;
+            let packs: std::collections::BTreeSet<&String> = m
+                .entries
+                .values()
+                .filter_map(|e| match e {
+                    crate::workspace::checkpoint::Entry::File { pack, .. } => Some(pack),
+                    _ => None,
+                })
+                .collect();
+            for p in packs {
+                blobs
+                    .get_verified(p)
+                    .map_err(|e| format!("pack {p}: {e}"))?;
+            }
+            Ok(())
+        };
+        if let Err(e) = check() {
+            let at = if c.batch == 0 {
+                format!("live step {}", c.call)
+            } else {
+                format!("batch {} call {}", c.batch, c.call)
+            };
+            findings.push(finding(
+                "blobs",
+                "error",
+                format!("workspace checkpoint before {at}: {e}"),
+                None,
+            ));
+            blob_status = "failed".into();
+        }
+    }
     // privacy: the boundary prompt (by its hash) and the configured key's value
     let out_dir = state.request.as_ref().map(|r| PathBuf::from(&r.output_dir));
     let mut files = vec![file.clone()];
@@ -518,6 +556,7 @@ pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalErro
                 hint: REFUSAL_HINT.into(),
             })
             .collect(),
+        restores: state.restores.clone(),
     })
 }
 

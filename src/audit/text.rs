@@ -92,6 +92,26 @@ pub fn render(r: &AuditReport) -> String {
             let _ = writeln!(s, "  {k} ×{}  {}", ds.len(), uniq.join(" "));
         }
     }
+    if !r.restores.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nworkspace restored to its checkpoint before an interrupted call ran again:"
+        );
+        for x in &r.restores {
+            let at = if x.batch == 0 {
+                format!("live step {}", x.call)
+            } else {
+                format!("batch {} call {}", x.batch, x.call)
+            };
+            let _ = writeln!(
+                s,
+                "  {at}: {} written, {} removed (manifest {})",
+                x.written,
+                x.removed,
+                &x.manifest_blob[..x.manifest_blob.len().min(12)]
+            );
+        }
+    }
     if !r.calls.is_empty() {
         let _ = writeln!(s, "\nreplayed tool calls:");
         let _ = writeln!(

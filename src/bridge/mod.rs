@@ -235,6 +235,21 @@ impl Drop for BridgeHandle {
     }
 }
 
+/// The digest the bridge journals (`bridge_started.prefix_digest`) for the first `n`
+/// messages of `messages`, in `protocol`'s comparison form; `None` when there are fewer.
+pub fn prefix_digest_of(
+    protocol: AgentProtocol,
+    messages: &[serde_json::Value],
+    n: usize,
+) -> Option<String> {
+    let canon: Vec<serde_json::Value> = messages
+        .iter()
+        .take(n)
+        .map(|m| server::canonical_for(protocol, m))
+        .collect();
+    (canon.len() == n).then(|| canonical::prefix_digest(&canon))
+}
+
 /// A fresh random bridge key.
 pub fn random_key() -> String {
     use rand::RngCore;

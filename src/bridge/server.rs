@@ -183,7 +183,7 @@ fn error_response(status: StatusCode, kind: &str, message: &str) -> Response<Bod
 }
 
 /// The canonical form of one prefix item in the agent's protocol.
-fn canonical_for(protocol: AgentProtocol, m: &Value) -> Value {
+pub(crate) fn canonical_for(protocol: AgentProtocol, m: &Value) -> Value {
     match protocol {
         // A message-level `output_config` (Claude Code puts the request's effort on its
         // context system turn) is request configuration, not conversation: sessions before

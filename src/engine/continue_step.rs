@@ -70,6 +70,7 @@ fn prepare_resume(
     req: &ReplayRequest,
     rebuilt: &RebuiltSession,
     agent: &mut Box<dyn crate::continuation::ContinuationAgent>,
+    checkpoints: &mut super::checkpoints::Checkpoints,
 ) -> Result<Resumed, RunError> {
     let journaled = rec.state.steps.len() as u64;
     let info = agent.resume(false)?;
@@ -85,10 +86,18 @@ fn prepare_resume(
     // transcript lazily). Asking the model again re-runs them: the in-doubt policy decides.
     let inputs: Vec<(String, String, serde_json::Value)> =
         info.interrupted.clone().unwrap_or_default();
-    for st in rec.state.steps[m as usize..].to_vec() {
-        if st.tools.is_empty() {
-            continue;
-        }
+    // The workspace back to the checkpoint of step m+1 (taken before its tool calls were
+    // released) undoes whatever steps m+1… did: asking the model again applies them once.
+    let in_doubt: Vec<_> = rec.state.steps[m as usize..]
+        .iter()
+        .filter(|st| !st.tools.is_empty())
+        .cloned()
+        .collect();
+    let restored = match in_doubt.first() {
+        Some(first) => checkpoints.restore(rec, 0, first.n)?,
+        None => false,
+    };
+    for st in in_doubt {
         let read_only = st.tools.iter().all(|name| {
             let input = inputs
                 .iter()
@@ -106,6 +115,8 @@ fn prepare_resume(
         });
         let decision = if read_only {
             "rerun_read_only"
+        } else if restored {
+            "rerun_restored"
         } else if req.accept_at_least_once {
             "rerun_accepted"
         } else {
@@ -147,11 +158,7 @@ fn prepare_resume(
     // The longer prefix must start with the prefix the first bridge journaled.
     if let Some(first) = &rec.state.bridge.started {
         let n = first.prefix_items as usize;
-        let canon: Vec<serde_json::Value> = prefix
-            .iter()
-            .map(crate::bridge::canonical::canonical_anthropic_message)
-            .collect();
-        let d = (n <= canon.len()).then(|| crate::bridge::canonical::prefix_digest(&canon[..n]));
+        let d = crate::bridge::prefix_digest_of(agent.protocol(), &prefix, n);
         if d.as_deref() != Some(first.prefix_digest.as_str()) {
             return Err(RunError::Continuation(format!(
                 "the agent's session no longer starts with the journaled prefix ({} messages, {})",
@@ -220,12 +227,20 @@ pub fn run(
     req: &ReplayRequest,
     rebuilt: &RebuiltSession,
     probe: &AgentProbe,
+    checkpoints: &mut super::checkpoints::Checkpoints,
 ) -> Result<(), RunError> {
     let version = probe.version.clone();
     let attempt = rec.state.continuations.len() as u64 + 1;
     let mut agent = continuation_agent(adapter, req, rebuilt, &probe.entry)?;
     let resumed = if attempt > 1 {
-        Some(prepare_resume(rec, adapter, req, rebuilt, &mut agent)?)
+        Some(prepare_resume(
+            rec,
+            adapter,
+            req,
+            rebuilt,
+            &mut agent,
+            checkpoints,
+        )?)
     } else {
         None
     };
@@ -320,6 +335,15 @@ pub fn run(
             refused_blobs: Some(req.state_dir.clone()),
         };
         run_continuation(&mut agent, &spec, cfg, |ev: Event| {
+            // A live step's tool calls reach the agent only after this returns: the
+            // workspace is checkpointed first, so an interruption can be undone.
+            if let Event::ContinuationStep(st) = &ev {
+                if !st.tools.is_empty() {
+                    checkpoints
+                        .before(rec, 0, st.n)
+                        .map_err(|e| e.to_string())?;
+                }
+            }
             rec.record(ev).map(|_| ()).map_err(|e| e.to_string())
         })
         .await

@@ -1,6 +1,7 @@
 //! The engine: one loop — fold the journal → decide the next step → perform it → append its
 //! event — for fresh runs and `--resume-journal` alike.
 
+pub mod checkpoints;
 pub mod continue_step;
 pub mod decide;
 pub mod failure;
@@ -232,6 +233,7 @@ fn drive(
     let mut rebuilt: Option<crate::adapter::RebuiltSession> = None;
     let mut tools_ready = false;
     let mut batch_ready: Option<u64> = None;
+    let mut checkpoints = checkpoints::Checkpoints::new(req, rec);
     loop {
         let step = decide(&rec.state);
         progress.show(&rec.state, step);
@@ -261,6 +263,8 @@ fn drive(
                 let read_only = c.class == "read_only";
                 let decision = if read_only {
                     "rerun_read_only"
+                } else if checkpoints.restore(rec, k, i)? {
+                    "rerun_restored"
                 } else if req.accept_at_least_once {
                     "rerun_accepted"
                 } else {
@@ -298,6 +302,10 @@ fn drive(
                     adapter.before_batch(&p.batches[k as usize - 1], &ctx);
                     batch_ready = Some(k);
                 }
+                let call = &p.batches[k as usize - 1].calls[i as usize];
+                if adapter.classify(call) == crate::adapter::ToolClass::Mutating {
+                    checkpoints.before(rec, k, i)?;
+                }
                 perform::run_call(rec, adapter, req, p, k, i)?
             }
             Step::Compare(k, i) => perform::compare(rec, adapter, plan.as_ref().unwrap(), k, i)?,
@@ -322,7 +330,7 @@ fn drive(
                     Some(p) => p.clone(),
                     None => continue_step::probe(req)?,
                 };
-                continue_step::run(rec, adapter, req, &session, &probe)?;
+                continue_step::run(rec, adapter, req, &session, &probe, &mut checkpoints)?;
             }
             Step::WriteContinued => {
                 let session = match rebuilt.take() {

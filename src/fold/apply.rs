@@ -175,6 +175,22 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
             entry.starts += 1;
             s.blocked = None;
         }
+        (Phase::Replaying(k), Event::WorkspaceCheckpointed(c)) if c.batch == k => {
+            s.checkpoints
+                .entry((c.batch, c.call))
+                .or_insert_with(|| c.clone());
+        }
+        (Phase::Continuing, Event::WorkspaceCheckpointed(c)) if c.batch == 0 => {
+            s.checkpoints
+                .entry((c.batch, c.call))
+                .or_insert_with(|| c.clone());
+        }
+        (Phase::Replaying(k), Event::WorkspaceRestored(r)) if r.batch == k => {
+            restored(s, r).map_err(|m| err(s, m))?;
+        }
+        (Phase::Continuing, Event::WorkspaceRestored(r)) if r.batch == 0 => {
+            restored(s, r).map_err(|m| err(s, m))?;
+        }
         (Phase::Replaying(k), Event::InDoubtResolved(d)) => {
             let Some(entry) = s.calls.get_mut(&call_key(k, d.call)) else {
                 return Err(err(s, format!("no started call {} in batch {k}", d.call)));
@@ -430,5 +446,19 @@ impl Default for CallState {
             compared: None,
             in_doubt_decisions: Vec::new(),
         }
+    }
+}
+
+/// A restore names a checkpoint the journal holds.
+fn restored(s: &mut ReplayState, r: &WorkspaceRestored) -> Result<(), String> {
+    match s.checkpoints.get(&(r.batch, r.call)) {
+        Some(c) if c.manifest_blob == r.manifest_blob => {
+            s.restores.push(r.clone());
+            Ok(())
+        }
+        _ => Err(format!(
+            "workspace restored to a checkpoint of ({}, {}) the journal does not hold",
+            r.batch, r.call
+        )),
     }
 }

@@ -135,6 +135,11 @@ pub struct ReplayState {
     pub superseded_steps: Vec<ContinuationStep>,
     /// In-doubt decisions about interrupted live steps.
     pub live_in_doubt: Vec<InDoubtResolved>,
+    /// Workspace checkpoints, keyed by (batch, call); batch 0 = live step `call`. The first
+    /// one journaled for a key is kept (it precedes every start of that call).
+    pub checkpoints: BTreeMap<(u64, u64), WorkspaceCheckpointed>,
+    /// Restores of the workspace to a checkpoint, in journal order.
+    pub restores: Vec<WorkspaceRestored>,
     pub agent_exit: Option<AgentExited>,
     pub failure: Option<RunFailed>,
     pub finished: Option<RunFinished>,
@@ -164,6 +169,8 @@ impl Default for ReplayState {
             steps_this_attempt: 0,
             superseded_steps: Vec::new(),
             live_in_doubt: Vec::new(),
+            checkpoints: BTreeMap::new(),
+            restores: Vec::new(),
             agent_exit: None,
             failure: None,
             finished: None,

@@ -120,10 +120,36 @@ pub fn summary(e: &Event) -> String {
             d.batch, d.call, d.tool, d.decision
         ),
         Event::Resumed(r) => format!("resumed after seq {}", r.from_seq),
+        Event::WorkspaceCheckpointed(c) => format!(
+            "{} {} entries, {} new bytes{}",
+            at(c.batch, c.call),
+            c.entries,
+            c.new_bytes,
+            if c.unstored.is_empty() {
+                String::new()
+            } else {
+                format!(", {} unstored", c.unstored.len())
+            }
+        ),
+        Event::WorkspaceRestored(r) => format!(
+            "{} {} written, {} removed",
+            at(r.batch, r.call),
+            r.written,
+            r.removed
+        ),
         Event::RunFinished(f) => format!("result {}", short(&f.result_digest)),
         Event::RunFailed(f) => format!("{}: {}", f.category, f.message),
         Event::Unknown { kind, payload } => {
             format!("unknown kind {kind} ({} bytes)", payload.len())
         }
+    }
+}
+
+/// `batch K call I`, or `live step N` for batch 0.
+fn at(batch: u64, call: u64) -> String {
+    if batch == 0 {
+        format!("live step {call}")
+    } else {
+        format!("batch {batch} call {call}")
     }
 }

@@ -62,10 +62,12 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
     if let Some(p) = path {
         if split_absolute(pattern).is_none() {
             match std::fs::metadata(&search_dir) {
-                Err(_) => return Ok(cx.path_error(format!(
+                Err(_) => {
+                    return Ok(cx.path_error(format!(
                     "Directory does not exist: {p}. Note: your current working directory is {}.",
                     cx.cwd().display()
-                ))),
+                )))
+                }
                 Ok(m) if !m.is_dir() => {
                     return Ok(cx.path_error(format!("Path is not a directory: {p}")))
                 }
