@@ -118,6 +118,8 @@ struct Opts {
     keep_user_id: bool,
     extra_env: Vec<(String, String)>,
     chat: bool,
+    /// Another local process posts a keyless model request to the bridge as it starts.
+    intruder: bool,
 }
 
 struct Run {
@@ -191,7 +193,21 @@ async fn run(s: &Setup, o: Opts) -> Run {
         ..ContinuationSpec::new(o.budget)
     };
     let mut events = Vec::new();
+    let intruder = o.intruder;
     let outcome = run_continuation(&mut c, &spec, cfg, |e| {
+        if let (true, Event::BridgeStarted(b)) = (intruder, &e) {
+            let addr = b.listen.clone();
+            std::thread::spawn(move || {
+                use std::io::{Read, Write};
+                let mut t = std::net::TcpStream::connect(addr.as_str()).unwrap();
+                let body = r#"{"model":"x","messages":[{"role":"user","content":"hi"}],"tools":[{"name":"t"}]}"#;
+                let req = format!("POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
+                t.write_all(req.as_bytes()).unwrap();
+                let mut out = String::new();
+                let _ = t.read_to_string(&mut out);
+                assert!(out.starts_with("HTTP/1.1 401"), "{out}");
+            });
+        }
         events.push(e);
         Ok::<(), std::convert::Infallible>(())
     })
@@ -458,6 +474,57 @@ async fn first_request_equals_the_original_at_every_boundary() {
     }
 }
 
+/// Another local process sends the bridge a model request without the key while the real
+/// agent runs: it gets a 401, reaches nothing, is journaled as a side request, and the run
+/// goes on exactly as without it (its first request still ends at the boundary).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keyless_request_from_another_process_changes_nothing() {
+    let s = setup("five-step", 3, &[]);
+    let r = run(
+        &s,
+        Opts {
+            budget: Some(2),
+            intruder: true,
+            ..Default::default()
+        },
+    )
+    .await;
+    check_events(&s, &r);
+    // The recorded turns after batch 3: the Edit, then the final answer.
+    assert_eq!(
+        r.outcome.status,
+        AgentStatus::Completed,
+        "{}",
+        describe(&s, &r)
+    );
+    assert_eq!(r.outcome.steps, 2);
+    assert!(r.outcome.bridge.failure.is_none());
+    let v: Vec<_> = r
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::BridgeRequestValidated(v) => Some(v.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        v.iter().any(|x| x.side
+            && !x.ok
+            && x.reason
+                .as_deref()
+                .unwrap_or("")
+                .contains("missing or wrong bridge key")),
+        "{v:?}"
+    );
+    let first_main = v.iter().find(|x| !x.side).unwrap();
+    assert!(first_main.ok && first_main.n == 1, "{first_main:?}");
+    assert_eq!(
+        mains(&r).len(),
+        2,
+        "only the agent's two requests reached the upstream"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn edited_observation_reaches_the_model_and_device_id_is_the_only_dynamic_field() {
     let s = setup("five-step", 3, &[("toolu_pv_t002_1", "EDITED-OBS bye")]);
@@ -575,6 +642,9 @@ async fn boundary_prompt_appears_once_right_after_the_boundary() {
     check_continued(&s, &r);
 }
 
+/// The agent itself without the bridge key (a misconfiguration): its requests come from the
+/// agent's process group, so the bridge answers 401, latches, and the run fails at once
+/// (another process's keyless request is ignored instead: see below).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wrong_key_gets_401_and_fails_the_run() {
     let s = setup("five-step", 2, &[]);
@@ -598,13 +668,11 @@ async fn wrong_key_gets_401_and_fails_the_run() {
         "nothing reached the upstream: {:?}",
         r.upstream
     );
-    assert!(r
-        .outcome
-        .bridge
-        .failure
-        .as_deref()
-        .unwrap()
-        .contains("bridge key"));
+    let f = r.outcome.bridge.failure.as_deref().unwrap();
+    assert!(
+        f.contains("the agent sent a missing or wrong bridge key"),
+        "{f}"
+    );
     let v: Vec<_> = r
         .events
         .iter()
@@ -617,6 +685,10 @@ async fn wrong_key_gets_401_and_fails_the_run() {
         })
         .collect();
     assert!(!v.is_empty() && v.iter().all(|v| !v.ok));
+    assert!(
+        v.iter().any(|v| !v.side),
+        "the agent's refused request is a main refusal"
+    );
     assert_eq!(r.outcome.steps, 0);
     // Claude retries a 401 (ten times, with backoff): the runner stops it after the grace.
     assert!(

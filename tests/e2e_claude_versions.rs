@@ -162,7 +162,7 @@ fn every_boundary(name: &str, version: &str, continues: bool) {
 }
 
 #[test]
-fn low_ends_replay_2_1_220_and_continue_2_1_285_at_every_boundary() {
+fn low_ends_replay_2_1_220_and_continue_2_1_286_at_every_boundary() {
     every_boundary("five-step-2.1.220", "2.1.220", false);
     every_boundary("five-step-2.1.286", "2.1.286", true);
 }

@@ -130,9 +130,35 @@ fn cut_after_start(env: &Env, batch: u64, call: u64) {
 }
 
 #[test]
-fn an_in_doubt_mutating_call_stops_until_at_least_once_is_accepted() {
+fn an_in_doubt_mutating_call_is_restored_and_runs_once() {
     let env = Env::new(TRAJ);
     assert_eq!(env.run(env.fields(3)).exit_code, 0);
+    cut_after_start(&env, 2, 0); // c3 (write) started, outcome lost; its effects landed
+    assert_eq!(env.marker(), "c1\nc2\nc3\nc4\n");
+    std::fs::write(env.root.join("ws/stray.txt"), "made after the checkpoint").unwrap();
+    let out = env.resume(false);
+    assert_eq!(out.exit_code, 0, "{:?}", out.result.failure);
+    assert_eq!(out.result.phase.as_deref(), Some("replayed"));
+    // The workspace went back to the checkpoint taken before c3 (its marker lines and the
+    // stray file undone), then c3 and c4 ran: every effect is in the workspace once.
+    assert_eq!(env.marker(), "c1\nc2\nc3\nc4\n");
+    assert!(!env.root.join("ws/stray.txt").exists());
+    let (_, evs, _) = pvisor::journal::Journal::open_dir(&env.root.join("state/r")).unwrap();
+    let state = pvisor::fold::fold(&evs).unwrap();
+    assert_eq!(
+        state.calls[&(2, 0)].in_doubt_decisions,
+        vec!["rerun_restored"]
+    );
+    assert_eq!(state.restores.len(), 1);
+    assert_eq!(env.refold(), serde_json::to_value(&out.result).unwrap());
+}
+
+#[test]
+fn without_checkpoints_an_in_doubt_mutating_call_stops_until_at_least_once_is_accepted() {
+    let env = Env::new(TRAJ);
+    let mut f = env.fields(3);
+    f.no_checkpoints = Some(true);
+    assert_eq!(env.run(f).exit_code, 0);
     cut_after_start(&env, 2, 0); // c3 (write) started, outcome lost
     let out = env.resume(false);
     assert_eq!(out.exit_code, 31);

@@ -72,7 +72,10 @@ fn the_1_2_vector_with_a_restored_call_folds_like_the_uninterrupted_run() {
     let restored = fold_of("complete-1.2.pvj");
     assert_eq!(restored.checkpoints.len(), 2);
     assert_eq!(restored.restores.len(), 1);
-    assert_eq!(restored.calls[&(1, 0)].in_doubt_decisions, vec!["rerun_restored"]);
+    assert_eq!(
+        restored.calls[&(1, 0)].in_doubt_decisions,
+        vec!["rerun_restored"]
+    );
     assert_eq!(restored.calls[&(1, 0)].starts, 2);
     let strip = |s: &pvisor::fold::ReplayState| {
         let mut v = serde_json::to_value(derive(s)).unwrap();

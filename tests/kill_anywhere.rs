@@ -197,7 +197,12 @@ impl Harness {
             .unwrap_or_default()
             .iter()
             .filter(|r| r["type"] == "user")
-            .flat_map(|r| r["message"]["content"].as_array().cloned().unwrap_or_default())
+            .flat_map(|r| {
+                r["message"]["content"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
             .filter(|b| b["type"] == "tool_result")
             .filter(|b| !prefix_ids.iter().any(|id| b["tool_use_id"] == id.as_str()))
             .map(|b| b["content"].to_string())
@@ -389,15 +394,26 @@ fn kill_anywhere_and_resume() {
         // request after each live step, the agent's exit and the continued session.
         let evs = h.decoded("base");
         let seq_of = |pred: &dyn Fn(&Event) -> bool| -> Vec<u64> {
-            evs.iter().filter(|e| pred(&e.event)).map(|e| e.seq).collect()
+            evs.iter()
+                .filter(|e| pred(&e.event))
+                .map(|e| e.seq)
+                .collect()
         };
         let mut v = vec![1];
-        v.extend(seq_of(&|e| matches!(e, Event::ToolCallStarted(c) if c.batch == 2)));
-        v.extend(seq_of(&|e| matches!(e, Event::ToolCallStarted(c) if c.batch == 5)));
+        v.extend(seq_of(
+            &|e| matches!(e, Event::ToolCallStarted(c) if c.batch == 2),
+        ));
+        v.extend(seq_of(
+            &|e| matches!(e, Event::ToolCallStarted(c) if c.batch == 5),
+        ));
         v.extend(seq_of(&|e| matches!(e, Event::SessionWritten(w) if w.role == journal_format::event::SessionRole::Reconstructed)));
-        v.extend(seq_of(&|e| matches!(e, Event::BridgeStarted(_) | Event::ContinuationStarted(_))));
+        v.extend(seq_of(&|e| {
+            matches!(e, Event::BridgeStarted(_) | Event::ContinuationStarted(_))
+        }));
         v.extend(seq_of(&|e| matches!(e, Event::ContinuationStep(_))));
-        v.extend(seq_of(&|e| matches!(e, Event::BridgeRequestValidated(r) if r.n >= 2)));
+        v.extend(seq_of(
+            &|e| matches!(e, Event::BridgeRequestValidated(r) if r.n >= 2),
+        ));
         v.extend(seq_of(&|e| matches!(e, Event::AgentExited(_))));
         v.extend(seq_of(&|e| matches!(e, Event::SessionWritten(w) if w.role == journal_format::event::SessionRole::Continued)));
         v.sort();

@@ -3,9 +3,10 @@
 //!
 //! The agent is pointed at the bridge (`http://127.0.0.1:PORT`) with a per-run random key as
 //! its API key. For every **main** model request the bridge
-//! 1. checks the key: a request without it is not the agent's (or is a keyless reachability
-//!    probe): it is answered by the bridge (`HEAD`/`GET` → 200, else 401), never forwarded,
-//!    journaled as a side request, and cannot fail the run,
+//! 1. checks the key: a request without it is answered by the bridge and never forwarded: a
+//!    keyless reachability probe (`HEAD`/`GET`) gets 200; a request from the agent's own
+//!    process group (a wrong key) 401 and the run fails; one from any other local process
+//!    401, journaled as a side request, and the run goes on,
 //! 2. removes exactly the transport items the agent's resume inserted ([`TransportRule`]),
 //! 3. canonicalizes the messages ([`canonical`]) and checks that `messages[0..len(prefix))`
 //!    equal the expected prefix (per-message digests; the first differing index is reported),
@@ -27,6 +28,7 @@
 
 pub mod canonical;
 pub mod difference;
+mod peer;
 mod server;
 pub mod sse;
 pub mod translate;
@@ -212,6 +214,13 @@ impl BridgeHandle {
             prefix_digest: self.shared.prefix_digest.clone(),
             prefix_items: self.shared.cfg.prefix.len() as u64,
         }
+    }
+    /// The agent's process group (the runner starts it in one of its own): a request without
+    /// the key from it fails the run; from any other process it is answered 401 and ignored.
+    pub fn set_agent_process_group(&self, pgid: u32) {
+        self.shared
+            .agent_group
+            .store(pgid, std::sync::atomic::Ordering::SeqCst);
     }
     /// Latch the bridge into failure from outside (e.g. the runner saw the agent misbehave).
     pub fn fail(&self, reason: &str) {

@@ -46,6 +46,8 @@ pub(super) struct Shared {
     client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
     state: Mutex<State>,
     notices: mpsc::UnboundedSender<BridgeNotice>,
+    /// The agent's process group once the runner started it (0 before).
+    pub(super) agent_group: std::sync::atomic::AtomicU32,
 }
 
 impl Shared {
@@ -81,6 +83,7 @@ impl Shared {
             client,
             state: Mutex::new(State::default()),
             notices,
+            agent_group: std::sync::atomic::AtomicU32::new(0),
         }
     }
 
@@ -164,7 +167,12 @@ pub(super) async fn accept_loop(
     shared: Arc<Shared>,
     stop: watch::Receiver<bool>,
 ) {
-    crate::serve::accept_loop(listener, move |req| handle(shared.clone(), req), stop).await
+    crate::serve::accept_loop(
+        listener,
+        move |peer, req| handle(shared.clone(), peer, req),
+        stop,
+    )
+    .await
 }
 
 fn full(bytes: impl Into<Bytes>) -> Body {
@@ -273,8 +281,33 @@ const UNAUTHENTICATED_JOURNALED: u64 = 32;
 /// key). It is answered here and never forwarded: a `HEAD`/`GET` probe gets `200` with no
 /// body, anything else `401`. It is journaled as a side request, so it neither counts as a
 /// model request nor fails the continuation: no local process can break a run this way.
-async fn unauthenticated(sh: &Shared, method: &Method, path: &str, n: u64) -> Response<Body> {
+async fn unauthenticated(
+    sh: &Shared,
+    peer: crate::serve::Peer,
+    method: &Method,
+    path: &str,
+    n: u64,
+) -> Response<Body> {
     let probe = *method == Method::HEAD || *method == Method::GET;
+    // The agent pvisor started, with a wrong key: a misconfiguration, the run fails (no other
+    // process can be in the agent's process group).
+    if !probe {
+        let group = sh.agent_group.load(std::sync::atomic::Ordering::SeqCst);
+        let from_agent = group != 0
+            && super::peer::peer_pid(peer.local, peer.remote).and_then(super::peer::process_group)
+                == Some(group);
+        if from_agent {
+            return refuse(
+                sh,
+                StatusCode::UNAUTHORIZED,
+                "authentication_error",
+                format!("{method} {path}: the agent sent a missing or wrong bridge key"),
+                n,
+                String::new(),
+            )
+            .await;
+        }
+    }
     let count = {
         let mut s = sh.state.lock().unwrap();
         s.unauthenticated += 1;
@@ -391,7 +424,11 @@ fn budget_stop_response(protocol: AgentProtocol) -> Response<Body> {
     r
 }
 
-async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
+async fn handle(
+    sh: Arc<Shared>,
+    peer: crate::serve::Peer,
+    req: Request<Incoming>,
+) -> Response<Body> {
     let method = req.method().clone();
     let path = req
         .uri()
@@ -402,7 +439,7 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     let main_so_far = sh.state.lock().unwrap().main;
 
     if !authorized(&sh.key, &headers) {
-        return unauthenticated(&sh, &method, &path, main_so_far).await;
+        return unauthenticated(&sh, peer, &method, &path, main_so_far).await;
     }
     let body = match req.into_body().collect().await {
         Ok(b) => b.to_bytes(),

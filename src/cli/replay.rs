@@ -68,6 +68,10 @@ pub struct ReplayArgs {
     /// Reuse original observations that cannot be regenerated (result: degraded).
     #[arg(long)]
     pub allow_stale_observations: bool,
+    /// Take no workspace checkpoints before mutating calls (saves their time and space on a
+    /// huge workspace; an interrupted mutating call then stops with exit 31).
+    #[arg(long)]
+    pub no_checkpoints: bool,
     /// Disable extended thinking in continuation requests.
     #[arg(long)]
     pub disable_thinking: bool,
@@ -128,6 +132,7 @@ impl ReplayArgs {
             prepare_only: t(self.prepare_only),
             replay_only: t(self.replay_only),
             allow_stale_observations: t(self.allow_stale_observations),
+            no_checkpoints: t(self.no_checkpoints),
             disable_thinking: t(self.disable_thinking),
             boundary_user_prompt: self.boundary_user_prompt.clone(),
             model_base_url: self.model_base_url.clone(),

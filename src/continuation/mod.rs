@@ -289,6 +289,9 @@ where
         AdapterError::Continuation(format!("cannot start {}: {e}", cmd.program.display()))
     })?;
     let pid = child.id();
+    if let Some(p) = pid {
+        bridge.set_agent_process_group(p); // process_group(0): its pgid is its pid
+    }
     let mut stdin = child.stdin.take();
     let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
     let mut stderr = child.stderr.take().expect("piped stderr");
@@ -314,7 +317,9 @@ where
     while exit.is_none() || stdout_open || stderr_open {
         tokio::select! {
             Some(n) = notices.recv() => {
-                if matches!(&n.event, Event::BridgeRequestValidated(v) if !v.ok) && refused_at.is_none() {
+                // A refused model request latches the bridge: the agent gets a grace to exit.
+                // (A keyless request is a side request the bridge answered: not a refusal.)
+                if matches!(&n.event, Event::BridgeRequestValidated(v) if !v.ok && !v.side) && refused_at.is_none() {
                     refused_at = Some(tokio::time::Instant::now() + spec.failure_grace);
                 }
                 match on_event(n.event.clone()) {

@@ -13,6 +13,8 @@ use crate::request::ReplayRequest;
 use crate::workspace::checkpoint::{self, Checkpointer};
 
 pub struct Checkpoints {
+    /// `--no-checkpoints`: take none (restores of journaled ones still work).
+    off: bool,
     cp: Checkpointer,
     workspace: PathBuf,
     exclude: Vec<PathBuf>,
@@ -32,6 +34,7 @@ impl Checkpoints {
             cp.seed(&rec.blobs, &last.manifest_blob);
         }
         Checkpoints {
+            off: req.no_checkpoints,
             cp,
             workspace: req.workspace.clone(),
             exclude,
@@ -42,7 +45,7 @@ impl Checkpoints {
     /// workspace that cannot be read is reported and the call goes on without one (an
     /// interruption then falls back to the in-doubt policy).
     pub fn before(&mut self, rec: &mut Recorder, batch: u64, call: u64) -> Result<(), RunError> {
-        if rec.state.checkpoints.contains_key(&(batch, call)) {
+        if self.off || rec.state.checkpoints.contains_key(&(batch, call)) {
             return Ok(());
         }
         match self.cp.take(&rec.blobs) {

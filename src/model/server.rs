@@ -247,7 +247,7 @@ pub async fn start(script: Script, opts: ServerOptions) -> Result<ServerHandle, 
 async fn accept_loop(listener: TcpListener, state: Arc<State>, stop: watch::Receiver<bool>) {
     crate::serve::accept_loop(
         listener,
-        move |req| {
+        move |_peer, req| {
             let st = state.clone();
             async move {
                 match handle(st, req).await {

@@ -59,6 +59,9 @@ pub struct RequestFields {
     pub model_script: Option<PathBuf>,
     /// Accept re-running a mutating tool call whose outcome is in doubt after a crash.
     pub accept_at_least_once: Option<bool>,
+    /// Take no workspace checkpoints (an interrupted mutating call then needs
+    /// `accept_at_least_once`).
+    pub no_checkpoints: Option<bool>,
 }
 
 impl RequestFields {
@@ -87,7 +90,8 @@ impl RequestFields {
             model_api_key_env,
             model,
             model_script,
-            accept_at_least_once
+            accept_at_least_once,
+            no_checkpoints
         )
     }
     pub fn is_empty(&self) -> bool {
@@ -205,6 +209,8 @@ pub struct ReplayRequest {
     pub boundary_user_prompt: Option<String>,
     pub model: ModelConfig,
     pub accept_at_least_once: bool,
+    /// Take no workspace checkpoints before mutating calls.
+    pub no_checkpoints: bool,
 }
 
 fn abs(p: &Path) -> PathBuf {
@@ -338,6 +344,7 @@ impl ReplayRequest {
                 script: f.model_script.map(|p| abs(&p)),
             },
             accept_at_least_once: f.accept_at_least_once.unwrap_or(false),
+            no_checkpoints: f.no_checkpoints.unwrap_or(false),
         })
     }
 
@@ -395,6 +402,7 @@ impl ReplayRequest {
                 "script": self.model.script,
             },
             "accept_at_least_once": self.accept_at_least_once,
+            "no_checkpoints": self.no_checkpoints,
         })
         .to_string()
     }
@@ -448,6 +456,7 @@ impl ReplayRequest {
                 script: m["script"].as_str().map(PathBuf::from),
             },
             accept_at_least_once: b("accept_at_least_once"),
+            no_checkpoints: b("no_checkpoints"),
         })
     }
 }
