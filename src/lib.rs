@@ -12,6 +12,7 @@
 //! - [`bridge`]: the fail-closed local model bridge between a continued agent and its upstream.
 //! - [`continuation`]: the agent-neutral continuation runner (bridge + real agent + events).
 //! - [`model`]: the scripted model server the real agent CLIs run against offline.
+//! - [`protocol`]: the model wire protocols (Anthropic Messages, OpenAI Responses, Chat).
 //! - [`workspace`]: path confinement of file tools to the sandbox workspace.
 //! - [`supervisor`]: process-group supervisor for the commands tools run.
 
@@ -28,6 +29,7 @@ pub mod error;
 pub mod fold;
 pub mod journal;
 pub mod model;
+pub mod protocol;
 pub mod report;
 pub mod request;
 pub mod serve;

@@ -7,12 +7,14 @@ use hyper::{Request, StatusCode};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use journal_format::Event;
-use pvisor::bridge::{
-    self, AgentProtocol, BridgeConfig, TransportRule, Upstream, UpstreamMode,
-    CLAUDE_DEFAULT_RESUME_TEXT,
+use pvisor::adapters::claude_code::request_rules::{
+    ClaudeRequestRules, DEFAULT_RESUME_TEXT as CLAUDE_DEFAULT_RESUME_TEXT,
 };
+use pvisor::bridge::{self, BridgeConfig, Upstream};
 use pvisor::model::{start, RequestKind, Script, ServerOptions};
+use pvisor::protocol::Protocol;
 use serde_json::{json, Value};
+use std::sync::Arc;
 use std::time::Duration;
 
 fn script() -> Script {
@@ -52,19 +54,17 @@ fn first_request(text: &str) -> Value {
     })
 }
 
-fn config(upstream: &str, mode: UpstreamMode) -> BridgeConfig {
+fn config(upstream: &str, upstream_protocol: Protocol) -> BridgeConfig {
     BridgeConfig {
-        protocol: AgentProtocol::AnthropicMessages,
-        transport: TransportRule::ClaudeResumeText {
-            text: CLAUDE_DEFAULT_RESUME_TEXT.into(),
-        },
+        protocol: Protocol::Anthropic,
+        rules: Arc::new(ClaudeRequestRules::new(CLAUDE_DEFAULT_RESUME_TEXT)),
         prefix: prefix(),
         boundary_prompt: None,
         disable_thinking: false,
         max_steps: None,
         upstream: Upstream {
             base_url: upstream.into(),
-            mode,
+            protocol: upstream_protocol,
             api_key: Some("upstream-key".into()),
             model: None,
             response_timeout: Duration::from_secs(10),
@@ -127,7 +127,7 @@ async fn first_request_is_cleaned_validated_and_streamed_through() {
     )
     .await
     .unwrap();
-    let (b, rx) = bridge::start(config(&up.base_url(), UpstreamMode::Native))
+    let (b, rx) = bridge::start(config(&up.base_url(), Protocol::Anthropic))
         .await
         .unwrap();
     let (events, _t) = bridge::auto_ack(rx);
@@ -189,7 +189,7 @@ async fn first_request_is_cleaned_validated_and_streamed_through() {
 #[tokio::test]
 async fn a_keyless_request_is_401_never_forwarded_and_does_not_fail_the_run() {
     let up = start(script(), ServerOptions::default()).await.unwrap();
-    let (b, rx) = bridge::start(config(&up.base_url(), UpstreamMode::Native))
+    let (b, rx) = bridge::start(config(&up.base_url(), Protocol::Anthropic))
         .await
         .unwrap();
     let (events, _t) = bridge::auto_ack(rx);
@@ -229,7 +229,7 @@ async fn a_keyless_request_is_401_never_forwarded_and_does_not_fail_the_run() {
 async fn tampered_prefix_or_extra_message_latches() {
     let up = start(script(), ServerOptions::default()).await.unwrap();
     for case in ["tampered", "extra", "missing-results", "nonce-elsewhere"] {
-        let mut cfg = config(&up.base_url(), UpstreamMode::Native);
+        let mut cfg = config(&up.base_url(), Protocol::Anthropic);
         let mut req = first_request(CLAUDE_DEFAULT_RESUME_TEXT);
         match case {
             "tampered" => req["messages"][2]["content"][0]["content"] = json!("a.txt EDITED"),
@@ -241,9 +241,7 @@ async fn tampered_prefix_or_extra_message_latches() {
                 req["messages"].as_array_mut().unwrap().pop();
             }
             _ => {
-                cfg.transport = TransportRule::ClaudeResumeText {
-                    text: "PVISOR-NONCE-1234".into(),
-                };
+                cfg.rules = Arc::new(ClaudeRequestRules::new("PVISOR-NONCE-1234"));
                 req = first_request("PVISOR-NONCE-1234");
                 req["system"][0]["text"] = json!("sys PVISOR-NONCE-1234");
             }
@@ -299,7 +297,7 @@ async fn boundary_prompt_thinking_budget_and_side_requests() {
     )
     .await
     .unwrap();
-    let mut cfg = config(&up.base_url(), UpstreamMode::Native);
+    let mut cfg = config(&up.base_url(), Protocol::Anthropic);
     cfg.boundary_prompt = Some("Now also check b.txt.".into());
     cfg.disable_thinking = true;
     cfg.max_steps = Some(1);
@@ -370,7 +368,7 @@ async fn openai_chat_translation_mode() {
     )
     .await
     .unwrap();
-    let mut cfg = config(&format!("{}/v1", up.base_url()), UpstreamMode::OpenAiChat);
+    let mut cfg = config(&format!("{}/v1", up.base_url()), Protocol::OpenaiChat);
     cfg.upstream.model = Some("open-model".into());
     let (b, rx) = bridge::start(cfg).await.unwrap();
     let (events, _t) = bridge::auto_ack(rx);
@@ -472,7 +470,7 @@ async fn slow_upstream(release: tokio::sync::oneshot::Receiver<()>) -> String {
 async fn answers_stream_through_and_tool_calls_wait_for_the_journal() {
     let (release_tx, release_rx) = tokio::sync::oneshot::channel();
     let base = slow_upstream(release_rx).await;
-    let (b, mut rx) = bridge::start(config(&base, UpstreamMode::Native))
+    let (b, mut rx) = bridge::start(config(&base, Protocol::Anthropic))
         .await
         .unwrap();
     let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
@@ -541,7 +539,7 @@ async fn an_https_upstream_is_spoken_to_over_tls() {
     .await
     .unwrap();
     let https = up.base_url().replacen("http://", "https://", 1);
-    let (b, rx) = bridge::start(config(&https, UpstreamMode::Native))
+    let (b, rx) = bridge::start(config(&https, Protocol::Anthropic))
         .await
         .unwrap();
     let (_events, _t) = bridge::auto_ack(rx);
@@ -560,7 +558,7 @@ async fn an_https_upstream_is_spoken_to_over_tls() {
     );
     // a bad scheme is refused at start
     assert!(
-        bridge::start(config("ftp://127.0.0.1:1", UpstreamMode::Native))
+        bridge::start(config("ftp://127.0.0.1:1", Protocol::Anthropic))
             .await
             .is_err()
     );

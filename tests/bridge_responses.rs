@@ -9,8 +9,10 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use journal_format::Event;
 use pvisor::adapter::{Adapter, Observation, RebuildRequest};
-use pvisor::bridge::{self, AgentProtocol, BridgeConfig, TransportRule, Upstream, UpstreamMode};
+use pvisor::adapters::codex::request_rules::CodexRequestRules;
+use pvisor::bridge::{self, BridgeConfig, Upstream};
 use pvisor::model::{start, Script, ServerOptions};
+use pvisor::protocol::Protocol;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -77,15 +79,17 @@ fn config(
     prompt: Option<&str>,
 ) -> BridgeConfig {
     BridgeConfig {
-        protocol: AgentProtocol::OpenAiResponses,
-        transport: TransportRule::CodexResume { text: NONCE.into() },
+        protocol: Protocol::OpenaiResponses,
+        rules: std::sync::Arc::new(CodexRequestRules {
+            prompt: NONCE.into(),
+        }),
         prefix,
         boundary_prompt: prompt.map(str::to_string),
         disable_thinking: false,
         max_steps,
         upstream: Upstream {
             base_url: upstream.into(),
-            mode: UpstreamMode::Native,
+            protocol: Protocol::OpenaiResponses,
             api_key: Some("upstream-key".into()),
             model: None,
             response_timeout: Duration::from_secs(10),

@@ -9,7 +9,7 @@ use pvisor::adapter::{Observation, RebuildRequest};
 use pvisor::adapters::claude_code::rebuild::{
     escaped_project_dir, rebuild, rebuild_lines, render_messages, ClaudeHome,
 };
-use pvisor::bridge::canonical::canonical_anthropic_message;
+use pvisor::protocol::anthropic::canonical_message as canonical_anthropic_message;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 

@@ -16,12 +16,14 @@ mod claude_plan;
 use claude_plan::*;
 use journal_format::event::AgentStatus;
 use journal_format::Event;
+use pvisor::adapter::NoInserts;
 use pvisor::adapter::{Observation, Plan, RebuildRequest, RebuiltSession};
 use pvisor::adapters::claude_code::continuation::{ClaudeContinuation, ResumeText};
 use pvisor::adapters::claude_code::rebuild::rebuild;
-use pvisor::bridge::{AgentProtocol, BridgeConfig, TransportRule, Upstream, UpstreamMode};
+use pvisor::bridge::{BridgeConfig, Upstream};
 use pvisor::continuation::{run_continuation, ContinuationOutcome, ContinuationSpec};
 use pvisor::model::{start, LoggedRequest, Script, ServerOptions};
+use pvisor::protocol::Protocol;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -140,8 +142,8 @@ async fn run(s: &Setup, o: Opts) -> Run {
     .await
     .unwrap();
     let cfg = BridgeConfig {
-        protocol: AgentProtocol::AnthropicMessages,
-        transport: TransportRule::None,
+        protocol: Protocol::Anthropic,
+        rules: std::sync::Arc::new(NoInserts),
         prefix: s.session.prefix.clone(),
         boundary_prompt: o.prompt.clone(),
         disable_thinking: false,
@@ -152,10 +154,10 @@ async fn run(s: &Setup, o: Opts) -> Run {
             } else {
                 server.base_url()
             },
-            mode: if o.chat {
-                UpstreamMode::OpenAiChat
+            protocol: if o.chat {
+                Protocol::OpenaiChat
             } else {
-                UpstreamMode::Native
+                Protocol::Anthropic
             },
             api_key: Some(UPSTREAM_KEY.into()),
             model: None,

@@ -114,7 +114,7 @@ async fn codex_responses_five_step_and_resume() {
     );
     assert!(main
         .iter()
-        .all(|r| r.protocol == Some(Protocol::Responses) && r.stream && r.status == 200));
+        .all(|r| r.protocol == Some(Protocol::OpenaiResponses) && r.stream && r.status == 200));
     assert_eq!(
         std::fs::read_to_string(work.join("notes.txt")).unwrap(),
         "line one\nline 2 (edited)\n"

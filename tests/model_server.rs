@@ -738,7 +738,9 @@ async fn responses_turn_from_input_items_and_non_streaming() {
     .json();
     assert_eq!(r["id"], "resp_pv_t000");
     let log = s.requests();
-    assert!(log.iter().all(|r| r.protocol == Some(Protocol::Responses)));
+    assert!(log
+        .iter()
+        .all(|r| r.protocol == Some(Protocol::OpenaiResponses)));
     assert_eq!(
         log.iter().map(|r| r.turn).collect::<Vec<_>>(),
         [Some(1), Some(5), Some(0)]

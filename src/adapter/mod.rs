@@ -6,6 +6,10 @@
 //!
 //! Every type here is agent-neutral; agent specifics live in `crate::adapters::<agent>`.
 
+pub mod rules;
+
+pub use rules::{NoInserts, Removed, RequestRules, RuleRefusal, TrailingUserMessage};
+
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 

@@ -7,7 +7,8 @@
 //!    keyless reachability probe (`HEAD`/`GET`) gets 200; a request from the agent's own
 //!    process group (a wrong key) 401 and the run fails; one from any other local process
 //!    401, journaled as a side request, and the run goes on,
-//! 2. removes exactly the transport items the agent's resume inserted ([`TransportRule`]),
+//! 2. removes exactly the items the agent's resume inserted (its adapter's
+//!    [`crate::adapter::RequestRules`]),
 //! 3. canonicalizes the messages ([`canonical`]) and checks that `messages[0..len(prefix))`
 //!    equal the expected prefix (per-message digests; the first differing index is reported),
 //!    and that the first request **ends** at O′N,
@@ -26,15 +27,11 @@
 //! bridge into failure: that request and every later one get a 4xx; there is never a direct
 //! connection. The bridge keeps no request or response bodies, only digests.
 
-pub mod canonical;
 pub mod difference;
 mod peer;
 mod server;
 pub mod sse;
 pub mod translate;
-pub mod transport;
-
-pub use transport::{TransportRule, CLAUDE_DEFAULT_RESUME_TEXT};
 
 use journal_format::event::BridgeStarted;
 use journal_format::Event;
@@ -45,32 +42,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
-/// The protocol the agent speaks to the bridge.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AgentProtocol {
-    /// Anthropic Messages (`POST /v1/messages`): Claude Code, pi.
-    AnthropicMessages,
-    /// OpenAI Responses (`POST /v1/responses`, the `input` item list): Codex CLI.
-    OpenAiResponses,
-}
-
-impl AgentProtocol {
-    pub fn name(&self) -> &'static str {
-        match self {
-            AgentProtocol::AnthropicMessages => "anthropic",
-            AgentProtocol::OpenAiResponses => "openai-responses",
-        }
-    }
-}
-
-/// How the bridge talks to the upstream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UpstreamMode {
-    /// The agent's own protocol, streamed through.
-    Native,
-    /// Translate Anthropic Messages ↔ OpenAI Chat Completions (buffered).
-    OpenAiChat,
-}
+pub use crate::protocol::Protocol;
 
 /// The model upstream.
 #[derive(Debug, Clone)]
@@ -79,7 +51,9 @@ pub struct Upstream {
     /// appended); the base including `/v1` for OpenAI Chat (`/chat/completions` is appended).
     /// `http://` or `https://` (TLS by rustls with the webpki roots).
     pub base_url: String,
-    pub mode: UpstreamMode,
+    /// The upstream's protocol: the agent's own (passed through, streamed), or OpenAI Chat
+    /// Completions for an Anthropic agent (translated, buffered).
+    pub protocol: Protocol,
     /// Sent as `x-api-key` (Anthropic) or `Authorization: Bearer` (OpenAI). Never logged.
     pub api_key: Option<String>,
     /// Replaces the request's `model`.
@@ -91,8 +65,10 @@ pub struct Upstream {
 /// Everything the bridge needs for one continuation.
 #[derive(Debug, Clone)]
 pub struct BridgeConfig {
-    pub protocol: AgentProtocol,
-    pub transport: TransportRule,
+    /// The protocol the agent speaks.
+    pub protocol: Protocol,
+    /// What the agent's resume inserts, how its items compare (from its adapter).
+    pub rules: std::sync::Arc<dyn crate::adapter::RequestRules>,
     /// The canonical expected prefix (system/env turns, task, A1, O′1 … AN, O′N).
     pub prefix: Vec<Value>,
     /// Injected as one user message right after O′N (plaintext never reported).
@@ -205,10 +181,7 @@ impl BridgeHandle {
             protocol: self.shared.cfg.protocol.name().to_string(),
             upstream: format!(
                 "{} {}",
-                match self.shared.cfg.upstream.mode {
-                    UpstreamMode::Native => self.shared.cfg.protocol.name(),
-                    UpstreamMode::OpenAiChat => "openai-chat",
-                },
+                self.shared.cfg.upstream.protocol.name(),
                 self.shared.cfg.upstream.base_url
             ),
             prefix_digest: self.shared.prefix_digest.clone(),
@@ -245,18 +218,20 @@ impl Drop for BridgeHandle {
 }
 
 /// The digest the bridge journals (`bridge_started.prefix_digest`) for the first `n`
-/// messages of `messages`, in `protocol`'s comparison form; `None` when there are fewer.
+/// messages of `messages`, in the comparison form of `protocol` and `rules`; `None` when
+/// there are fewer.
 pub fn prefix_digest_of(
-    protocol: AgentProtocol,
+    protocol: Protocol,
+    rules: &dyn crate::adapter::RequestRules,
     messages: &[serde_json::Value],
     n: usize,
 ) -> Option<String> {
     let canon: Vec<serde_json::Value> = messages
         .iter()
         .take(n)
-        .map(|m| server::canonical_for(protocol, m))
+        .map(|m| rules.canonical(protocol, m))
         .collect();
-    (canon.len() == n).then(|| canonical::prefix_digest(&canon))
+    (canon.len() == n).then(|| crate::digest::prefix_digest(&canon))
 }
 
 /// A fresh random bridge key.
@@ -278,18 +253,14 @@ pub async fn start(
             "upstream {base:?}: the URL must start with http:// or https://"
         )));
     }
-    if cfg.protocol == AgentProtocol::OpenAiResponses && cfg.upstream.mode != UpstreamMode::Native {
-        return Err(BridgeError::Config(
-            "the OpenAI Responses protocol is only passed through natively".into(),
-        ));
-    }
-    if let TransportRule::ClaudeResumeText { text }
-    | TransportRule::TrailingUserMessage { text }
-    | TransportRule::CodexResume { text } = &cfg.transport
+    let translated = cfg.upstream.protocol != cfg.protocol;
+    if translated
+        && !(cfg.protocol == Protocol::Anthropic && cfg.upstream.protocol == Protocol::OpenaiChat)
     {
-        if text.is_empty() {
-            return Err(BridgeError::Config("empty transport text".into()));
-        }
+        return Err(BridgeError::Config(format!(
+            "an agent speaking {} can use an upstream of its own protocol, not {} (only Anthropic Messages is translated, to OpenAI Chat Completions)",
+            cfg.protocol, cfg.upstream.protocol
+        )));
     }
     let key = cfg.key.clone().unwrap_or_else(random_key);
     let listener = tokio::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, cfg.port))

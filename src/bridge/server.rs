@@ -1,11 +1,9 @@
 //! The bridge's HTTP side: hyper 1 server on 127.0.0.1, hyper client to the upstream.
 
-use super::canonical::{blake3_digest, canonical_anthropic_message, message_digest, prefix_digest};
-use super::sse::{anthropic_message_tools, anthropic_tool_start, SseScanner};
-use super::transport::{
-    apply_removal, text_block_remains, TransportRule, CLAUDE_DEFAULT_RESUME_TEXT,
-};
-use super::{translate, AgentProtocol, BridgeConfig, BridgeNotice, BridgeStats, UpstreamMode};
+use super::sse::SseScanner;
+use super::{translate, BridgeConfig, BridgeNotice, BridgeStats, Protocol};
+use crate::digest::{blake3 as blake3_digest, message_digest, prefix_digest};
+use crate::protocol::route_name;
 use bytes::Bytes;
 use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
@@ -56,11 +54,7 @@ impl Shared {
         key: String,
         notices: mpsc::UnboundedSender<BridgeNotice>,
     ) -> Shared {
-        let prefix: Vec<Value> = cfg
-            .prefix
-            .iter()
-            .map(|m| canonical_for(cfg.protocol, m))
-            .collect();
+        let prefix: Vec<Value> = cfg.prefix.iter().map(|m| canonical_for(&cfg, m)).collect();
         let prefix_digests = prefix.iter().map(message_digest).collect();
         let pd = prefix_digest(&prefix);
         // http:// and https:// upstreams; TLS by rustls (ring) with the webpki root store.
@@ -181,8 +175,13 @@ fn full(bytes: impl Into<Bytes>) -> Body {
         .boxed_unsync()
 }
 
-fn error_response(status: StatusCode, kind: &str, message: &str) -> Response<Body> {
-    let body = json!({"type": "error", "error": {"type": kind, "message": format!("pvisor bridge: {message}")}});
+fn error_response(
+    protocol: Protocol,
+    status: StatusCode,
+    kind: &str,
+    message: &str,
+) -> Response<Body> {
+    let body = protocol.error_body(kind, &format!("pvisor bridge: {message}"));
     let mut r = Response::new(full(body.to_string()));
     *r.status_mut() = status;
     r.headers_mut()
@@ -190,59 +189,10 @@ fn error_response(status: StatusCode, kind: &str, message: &str) -> Response<Bod
     r
 }
 
-/// The canonical form of one prefix item in the agent's protocol.
-pub(crate) fn canonical_for(protocol: AgentProtocol, m: &Value) -> Value {
-    match protocol {
-        // A message-level `output_config` (Claude Code puts the request's effort on its
-        // context system turn) is request configuration, not conversation: sessions before
-        // Claude Code 2.1.332 do not record it. It is checked against the request's own
-        // `output_config` instead ([`message_output_configs_match`]).
-        AgentProtocol::AnthropicMessages => {
-            let mut v = canonical_anthropic_message(m);
-            if let Some(o) = v.as_object_mut() {
-                o.remove("output_config");
-            }
-            v
-        }
-        // Responses items are compared as sent; Codex's rollout-only key never is.
-        AgentProtocol::OpenAiResponses => {
-            let mut v = m.clone();
-            if let Some(o) = v.as_object_mut() {
-                o.remove("internal_chat_message_metadata_passthrough");
-            }
-            v
-        }
-    }
-}
-
-/// Every message-level `output_config` equals the request's top-level one.
-fn message_output_configs_match(body: &Value, msgs: &[Value]) -> Option<usize> {
-    let top = body.get("output_config");
-    msgs.iter()
-        .position(|m| m.get("output_config").is_some_and(|c| Some(c) != top))
-}
-
-/// The key of the conversation list in a main request.
-fn list_key(protocol: AgentProtocol) -> &'static str {
-    match protocol {
-        AgentProtocol::AnthropicMessages => "messages",
-        AgentProtocol::OpenAiResponses => "input",
-    }
-}
-
-/// A tool call starting in a Responses SSE event.
-fn responses_tool_start(ev: &Value) -> Option<String> {
-    if ev.get("type").and_then(Value::as_str) != Some("response.output_item.added") {
-        return None;
-    }
-    let item = ev.get("item")?;
-    match item.get("type").and_then(Value::as_str)? {
-        "function_call" | "custom_tool_call" => {
-            item.get("name").and_then(Value::as_str).map(str::to_string)
-        }
-        "local_shell_call" => Some("local_shell".into()),
-        _ => None,
-    }
+/// The comparison form of one conversation item: the adapter's rules over the protocol's
+/// canonical form.
+pub(crate) fn canonical_for(cfg: &BridgeConfig, m: &Value) -> Value {
+    cfg.rules.canonical(cfg.protocol, m)
 }
 
 fn authorized(key: &str, h: &HeaderMap) -> bool {
@@ -252,12 +202,6 @@ fn authorized(key: &str, h: &HeaderMap) -> bool {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
     x == Some(key) || bearer == Some(key)
-}
-
-fn route_name(path: &str) -> &str {
-    let p = path.split('?').next().unwrap_or("");
-    let p = p.trim_end_matches('/');
-    p.strip_prefix("/v1").unwrap_or(p)
 }
 
 /// Refuse one request: latch, report, answer 4xx.
@@ -332,7 +276,12 @@ async fn unauthenticated(
     if probe {
         Response::new(full(String::new()))
     } else {
-        error_response(StatusCode::UNAUTHORIZED, "authentication_error", &reason)
+        error_response(
+            sh.cfg.protocol,
+            StatusCode::UNAUTHORIZED,
+            "authentication_error",
+            &reason,
+        )
     }
 }
 
@@ -375,7 +324,7 @@ async fn refuse_kept(
     body: Option<&[u8]>,
 ) -> Response<Body> {
     let reason = report_refusal(sh, r, digest, body).await;
-    error_response(status, kind, &reason)
+    error_response(sh.cfg.protocol, status, kind, &reason)
 }
 
 /// Latch (unless it is the budget's end), keep the body when given, and journal the
@@ -407,16 +356,8 @@ async fn report_refusal(sh: &Shared, r: Refusal, digest: String, body: Option<&[
 
 /// The answer to a request beyond the live step budget: an error the agent does not retry,
 /// in its protocol's shape, so that it stops at once.
-fn budget_stop_response(protocol: AgentProtocol) -> Response<Body> {
-    let msg = "pvisor bridge: the live step budget is used up";
-    let body = match protocol {
-        AgentProtocol::AnthropicMessages => {
-            json!({"type": "error", "error": {"type": "invalid_request_error", "message": msg}})
-        }
-        AgentProtocol::OpenAiResponses => {
-            json!({"error": {"message": msg, "type": "invalid_request_error", "code": "pvisor_step_budget_exhausted", "param": null}})
-        }
-    };
+fn budget_stop_response(protocol: Protocol) -> Response<Body> {
+    let body = protocol.budget_stop_body("pvisor bridge: the live step budget is used up");
     let mut r = Response::new(full(body.to_string()));
     *r.status_mut() = StatusCode::BAD_REQUEST;
     r.headers_mut()
@@ -478,7 +419,7 @@ async fn handle(
         )
         .await;
     }
-    let name = route_name(&path).to_string();
+    let name = route_name(&path).trim_end_matches('/').to_string();
     match (&method, name.as_str()) {
         (&Method::HEAD, _) | (&Method::GET, _) => {
             side(sh, method, path, headers, body, digest).await
@@ -486,12 +427,8 @@ async fn handle(
         (&Method::POST, "/messages/count_tokens") => {
             side(sh, method, path, headers, body, digest).await
         }
-        (&Method::POST, "/messages") | (&Method::POST, "/responses") => {
-            let want = match sh.cfg.protocol {
-                AgentProtocol::AnthropicMessages => "/messages",
-                AgentProtocol::OpenAiResponses => "/responses",
-            };
-            if name != want {
+        (&Method::POST, route) if Protocol::of_route(route).is_some() => {
+            if route != sh.cfg.protocol.model_route() {
                 return refuse(
                     &sh,
                     StatusCode::NOT_FOUND,
@@ -514,19 +451,7 @@ async fn handle(
                 )
                 .await;
             };
-            let has_tools = v
-                .get("tools")
-                .and_then(Value::as_array)
-                .is_some_and(|a| !a.is_empty());
-            // Codex code mode sends no `tools` key (tools travel as an input item): every
-            // Responses request with an `input` list is a main request.
-            let is_main = match sh.cfg.protocol {
-                AgentProtocol::AnthropicMessages => has_tools,
-                AgentProtocol::OpenAiResponses => {
-                    v.get("input").and_then(Value::as_array).is_some()
-                }
-            };
-            if is_main {
+            if sh.cfg.protocol.is_main(&v) {
                 main(sh, path, headers, v, body, digest).await
             } else {
                 side(sh, method, path, headers, body, digest).await
@@ -593,14 +518,9 @@ async fn send_upstream(
     url: &str,
     mut headers: HeaderMap,
     body: Bytes,
-    bearer: bool,
 ) -> Result<Response<Incoming>, String> {
     if let Some(k) = &sh.cfg.upstream.api_key {
-        let (name, value) = if bearer {
-            ("authorization", format!("Bearer {k}"))
-        } else {
-            ("x-api-key", k.clone())
-        };
+        let (name, value) = sh.cfg.upstream.protocol.auth_header(k);
         headers.insert(
             name,
             HeaderValue::from_str(&value)
@@ -639,12 +559,13 @@ async fn side(
         .await
     {
         return error_response(
+            sh.cfg.protocol,
             StatusCode::FORBIDDEN,
             "permission_error",
             "the journal did not acknowledge the request",
         );
     }
-    if sh.cfg.upstream.mode == UpstreamMode::OpenAiChat {
+    if sh.cfg.upstream.protocol != sh.cfg.protocol {
         return match route_name(&path) {
             "/messages/count_tokens" => {
                 let mut r =
@@ -655,15 +576,18 @@ async fn side(
             }
             "/messages" => match serde_json::from_slice::<Value>(&body) {
                 Ok(v) => translated(&sh, v, None).await,
-                Err(_) => {
-                    error_response(StatusCode::BAD_REQUEST, "invalid_request_error", "not JSON")
-                }
+                Err(_) => error_response(
+                    sh.cfg.protocol,
+                    StatusCode::BAD_REQUEST,
+                    "invalid_request_error",
+                    "not JSON",
+                ),
             },
             _ => Response::new(full("ok")),
         };
     }
     let url = format!("{}{}", sh.cfg.upstream.base_url, path);
-    match send_upstream(&sh, method, &url, upstream_headers(&headers), body, false).await {
+    match send_upstream(&sh, method, &url, upstream_headers(&headers), body).await {
         Ok(resp) => {
             let (parts, incoming) = resp.into_parts();
             let mut r = Response::new(
@@ -675,7 +599,7 @@ async fn side(
             *r.headers_mut() = response_headers(&parts.headers);
             r
         }
-        Err(e) => error_response(StatusCode::BAD_GATEWAY, "api_error", &e),
+        Err(e) => error_response(sh.cfg.protocol, StatusCode::BAD_GATEWAY, "api_error", &e),
     }
 }
 
@@ -720,115 +644,37 @@ fn prepare(sh: &Shared, mut body: Value) -> Result<Prepared, Refusal> {
             return Err(r);
         }
     }
-    let key = list_key(cfg.protocol);
+    let key = cfg.protocol.list_key();
     let Some(msgs) = body.get(key).and_then(Value::as_array) else {
         return Err(Refusal::new(n, format!("the request has no `{key}` list")));
     };
     let plen = cfg.prefix.len();
     let mut msgs = msgs.clone();
-    let mut removed = Vec::new();
-    if let TransportRule::CodexResume { text } = &cfg.transport {
-        // The skills developer item Codex inserts before the resume prompt when its home
-        // path changed: removed only when the prompt follows it.
-        if msgs
-            .get(plen)
-            .is_some_and(super::transport::is_codex_skills_item)
-            && (TransportRule::TrailingUserMessage { text: text.clone() })
-                .locate(&msgs, plen + 1)
-                .is_some()
-        {
-            let m = msgs.remove(plen);
-            removed.push(removed_item("codex:skills_instructions", &m));
-        }
-        let env_update = msgs.get(plen).is_some_and(|m| {
-            m.get("role").and_then(Value::as_str) == Some("user")
-                && m.pointer("/content/0/text")
-                    .and_then(Value::as_str)
-                    .is_some_and(|t| t.starts_with("<environment_context>"))
-        });
-        if env_update {
-            return Err(Refusal::with(
-                n,
-                "Codex re-sent its <environment_context> after the boundary (cwd, date, timezone or shell differ from the original run): the request would not end at O′N",
-                format!("request {n} has a message after O′N: {}", super::difference::describe_message(&msgs[plen])),
-            ));
-        }
-    }
-    if let Some(r) = cfg.transport.locate(&msgs, plen) {
-        let item = match r {
-            super::transport::Removal::Block { message, block } => {
-                msgs[message]["content"][block].clone()
-            }
-            super::transport::Removal::Message { message } => msgs[message].clone(),
-        };
-        apply_removal(&mut msgs, &r);
-        removed.push(removed_item(cfg.transport.item_name(), &item));
-    }
-    if matches!(cfg.transport, TransportRule::ClaudeResumeText { .. }) {
-        // Claude Code resumed on another day than the session's last turn adds a `system`
-        // notice "The date has changed. Today's date is now …" right after the boundary,
-        // and keeps it there in every later request. It is resume scaffolding caused by the
-        // replay running later, not part of O′N: removed, with its cache breakpoint moved
-        // back to the boundary message's last block (where Claude puts it otherwise).
-        if msgs
-            .get(plen)
-            .is_some_and(super::transport::is_claude_date_change_notice)
-        {
-            let m = msgs.remove(plen);
-            removed.push(removed_item("claude:date_change_notice", &m));
-            let cc = m
-                .pointer("/content")
-                .and_then(Value::as_array)
-                .and_then(|a| a.last())
-                .and_then(|b| b.get("cache_control"))
-                .cloned();
-            if let (Some(cc), Some(prev)) = (cc, plen.checked_sub(1).and_then(|i| msgs.get_mut(i)))
-            {
-                if let Some(last) = prev
-                    .get_mut("content")
-                    .and_then(Value::as_array_mut)
-                    .and_then(|a| a.last_mut())
-                    .and_then(Value::as_object_mut)
-                {
-                    last.entry("cache_control").or_insert(cc);
-                }
-            }
-        }
-    }
-    if let Some(t) = cfg.transport.text() {
-        if text_block_remains(&msgs, t) {
-            return Err(Refusal::new(
-                n,
-                format!(
-                    "the transport item `{}` appears outside its place",
-                    cfg.transport.item_name()
-                ),
-            ));
-        }
-        // A nonce must not appear anywhere else either (object keys included).
-        if t != CLAUDE_DEFAULT_RESUME_TEXT && !matches!(cfg.transport, TransportRule::None) {
-            let mut probe = body.clone();
-            probe[key] = Value::Array(msgs.clone());
-            if probe.to_string().contains(t) {
-                return Err(Refusal::new(
-                    n,
-                    "the resume nonce appears elsewhere in the request",
-                ));
-            }
-        }
-    }
-    if cfg.protocol == AgentProtocol::AnthropicMessages {
-        if let Some(i) = message_output_configs_match(&body, &msgs) {
-            return Err(Refusal::new(
-                n,
-                format!("message {i} has an `output_config` other than the request's"),
-            ));
-        }
-    }
-    let canon: Vec<Value> = msgs
+    // Exactly what the agent's resume inserted, by its adapter's declared rules.
+    let refused = |r: crate::adapter::RuleRefusal| match r.difference {
+        Some(d) => Refusal::with(n, r.reason, format!("request {n} has {d}")),
+        None => Refusal::new(n, r.reason),
+    };
+    let removed: Vec<RemovedItem> = cfg
+        .rules
+        .remove_inserted(&mut msgs, plen)
+        .map_err(refused)?
         .iter()
-        .map(|m| canonical_for(cfg.protocol, m))
+        .map(|r| removed_item(&r.kind, &r.item))
         .collect();
+    cfg.rules.check_request(&body, &msgs).map_err(refused)?;
+    // A resume nonce must not remain anywhere (object keys included).
+    if let Some(t) = cfg.rules.forbidden_text() {
+        let mut probe = body.clone();
+        probe[key] = Value::Array(msgs.clone());
+        if probe.to_string().contains(t) {
+            return Err(Refusal::new(
+                n,
+                "the resume nonce appears elsewhere in the request",
+            ));
+        }
+    }
+    let canon: Vec<Value> = msgs.iter().map(|m| canonical_for(cfg, m)).collect();
     for (i, want) in sh.prefix_digests.iter().enumerate() {
         let Some(got) = canon.get(i) else {
             return Err(Refusal::with(
@@ -878,14 +724,7 @@ fn prepare(sh: &Shared, mut body: Value) -> Result<Prepared, Refusal> {
     // The journal's `boundary_prompt_injected` marks the request that first carried it.
     let mut injected = false;
     if let Some(p) = &cfg.boundary_prompt {
-        let m = match cfg.protocol {
-            AgentProtocol::AnthropicMessages => {
-                json!({"role": "user", "content": [{"type": "text", "text": p}]})
-            }
-            AgentProtocol::OpenAiResponses => {
-                json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": p}]})
-            }
-        };
+        let m = cfg.protocol.user_message(p);
         let at = cfg
             .resume
             .as_ref()
@@ -899,36 +738,10 @@ fn prepare(sh: &Shared, mut body: Value) -> Result<Prepared, Refusal> {
         injected = !sh.state.lock().unwrap().injected && !before;
     }
     body[key] = Value::Array(msgs);
-    if cfg.disable_thinking && cfg.protocol == AgentProtocol::AnthropicMessages {
-        body["thinking"] = json!({"type": "disabled"});
-        if let Some(cm) = body
-            .get_mut("context_management")
-            .and_then(Value::as_object_mut)
-        {
-            if let Some(edits) = cm.get_mut("edits").and_then(Value::as_array_mut) {
-                edits.retain(|e| {
-                    !e.get("type")
-                        .and_then(Value::as_str)
-                        .is_some_and(|t| t.starts_with("clear_thinking"))
-                });
-            }
-            if cm
-                .get("edits")
-                .and_then(Value::as_array)
-                .is_some_and(|e| e.is_empty())
-            {
-                cm.remove("edits");
-            }
-        }
-        if body
-            .get("context_management")
-            .and_then(Value::as_object)
-            .is_some_and(|o| o.is_empty())
-        {
-            body.as_object_mut().unwrap().remove("context_management");
-        }
+    if cfg.disable_thinking {
+        cfg.protocol.disable_thinking(&mut body);
     }
-    if cfg.upstream.mode == UpstreamMode::Native {
+    if cfg.upstream.protocol == cfg.protocol {
         if let Some(m) = &cfg.upstream.model {
             body["model"] = json!(m);
         }
@@ -989,32 +802,31 @@ async fn main(
     if !sh.notify_validation(v).await {
         done(&sh);
         return error_response(
+            sh.cfg.protocol,
             StatusCode::FORBIDDEN,
             "permission_error",
             "the journal did not acknowledge the request",
         );
     }
-    if sh.cfg.upstream.mode == UpstreamMode::OpenAiChat {
+    if sh.cfg.upstream.protocol != sh.cfg.protocol {
         let r = translated(&sh, p.body, Some(())).await;
         done(&sh);
         return r;
     }
     let url = format!("{}{}", sh.cfg.upstream.base_url, path);
-    let bearer = sh.cfg.protocol == AgentProtocol::OpenAiResponses;
     let resp = match send_upstream(
         &sh,
         Method::POST,
         &url,
         upstream_headers(&headers),
         Bytes::from(out),
-        bearer,
     )
     .await
     {
         Ok(r) => r,
         Err(e) => {
             done(&sh);
-            return error_response(StatusCode::BAD_GATEWAY, "api_error", &e);
+            return error_response(sh.cfg.protocol, StatusCode::BAD_GATEWAY, "api_error", &e);
         }
     };
     let (parts, incoming) = resp.into_parts();
@@ -1069,11 +881,7 @@ async fn pump(
                 hasher.update(&data);
                 if sse && success {
                     for ev in scanner.feed(&data) {
-                        let start = match sh.cfg.protocol {
-                            AgentProtocol::AnthropicMessages => anthropic_tool_start(&ev),
-                            AgentProtocol::OpenAiResponses => responses_tool_start(&ev),
-                        };
-                        if let Some(name) = start {
+                        if let Some(name) = sh.cfg.protocol.tool_start(&ev) {
                             tools.push(name);
                             holding = true;
                         }
@@ -1091,7 +899,7 @@ async fn pump(
         if !sse {
             let all: Vec<u8> = held.iter().flat_map(|b| b.iter().copied()).collect();
             if let Ok(v) = serde_json::from_slice::<Value>(&all) {
-                tools = anthropic_message_tools(&v);
+                tools = sh.cfg.protocol.answer_tools(&v);
             }
         }
         let n = {
@@ -1137,6 +945,7 @@ async fn translated(sh: &Shared, body: Value, main: Option<()>) -> Response<Body
         Err(e) => {
             sh.latch(e.clone());
             return error_response(
+                sh.cfg.protocol,
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "invalid_request_error",
                 &e,
@@ -1152,12 +961,11 @@ async fn translated(sh: &Shared, body: Value, main: Option<()>) -> Response<Body
         &url,
         headers,
         Bytes::from(chat.to_string()),
-        true,
     )
     .await
     {
         Ok(r) => r,
-        Err(e) => return error_response(StatusCode::BAD_GATEWAY, "api_error", &e),
+        Err(e) => return error_response(sh.cfg.protocol, StatusCode::BAD_GATEWAY, "api_error", &e),
     };
     let status = resp.status();
     let bytes =
@@ -1167,6 +975,7 @@ async fn translated(sh: &Shared, body: Value, main: Option<()>) -> Response<Body
             Ok(Ok(b)) => b.to_bytes(),
             _ => {
                 return error_response(
+                    sh.cfg.protocol,
                     StatusCode::BAD_GATEWAY,
                     "api_error",
                     "upstream answer incomplete",
@@ -1179,7 +988,12 @@ async fn translated(sh: &Shared, body: Value, main: Option<()>) -> Response<Body
         } else {
             "api_error"
         };
-        return error_response(status, kind, &format!("upstream answered {status}"));
+        return error_response(
+            sh.cfg.protocol,
+            status,
+            kind,
+            &format!("upstream answered {status}"),
+        );
     }
     let message = match serde_json::from_slice::<Value>(&bytes)
         .map_err(|e| e.to_string())
@@ -1188,7 +1002,7 @@ async fn translated(sh: &Shared, body: Value, main: Option<()>) -> Response<Body
         Ok(m) => m,
         Err(e) => {
             sh.latch(format!("untranslatable upstream answer: {e}"));
-            return error_response(StatusCode::BAD_GATEWAY, "api_error", &e);
+            return error_response(sh.cfg.protocol, StatusCode::BAD_GATEWAY, "api_error", &e);
         }
     };
     let (out, ctype) = if stream {
@@ -1211,11 +1025,12 @@ async fn translated(sh: &Shared, body: Value, main: Option<()>) -> Response<Body
         let step = ContinuationStep {
             n,
             action_digest: blake3_digest(&out),
-            tools: anthropic_message_tools(&message),
+            tools: crate::protocol::anthropic::answer_tools(&message),
         };
         if !sh.notify(Event::ContinuationStep(step)).await {
             sh.latch("the journal did not acknowledge a continuation step".into());
             return error_response(
+                sh.cfg.protocol,
                 StatusCode::FORBIDDEN,
                 "permission_error",
                 "step not journaled",

@@ -43,46 +43,6 @@ impl SseScanner {
     }
 }
 
-/// The tool name if `event` starts an Anthropic `tool_use` (or server tool) content block.
-pub fn anthropic_tool_start(event: &Value) -> Option<String> {
-    if event.get("type").and_then(Value::as_str) != Some("content_block_start") {
-        return None;
-    }
-    let block = event.get("content_block")?;
-    match block.get("type").and_then(Value::as_str) {
-        Some("tool_use") | Some("server_tool_use") => Some(
-            block
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string(),
-        ),
-        _ => None,
-    }
-}
-
-/// Tool names of a non-streamed Anthropic message.
-pub fn anthropic_message_tools(message: &Value) -> Vec<String> {
-    message
-        .get("content")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|b| {
-            matches!(
-                b.get("type").and_then(Value::as_str),
-                Some("tool_use") | Some("server_tool_use")
-            )
-        })
-        .map(|b| {
-            b.get("name")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string()
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,7 +56,10 @@ mod tests {
         assert!(a.is_empty());
         let b = s.feed(b"sh\"}}\r\n\r\nevent: ping\ndata: {\"type\":\"ping\"}\n\n");
         assert_eq!(b.len(), 2);
-        assert_eq!(anthropic_tool_start(&b[0]).as_deref(), Some("Bash"));
-        assert_eq!(anthropic_tool_start(&b[1]), None);
+        assert_eq!(
+            crate::protocol::anthropic::tool_start(&b[0]).as_deref(),
+            Some("Bash")
+        );
+        assert_eq!(crate::protocol::anthropic::tool_start(&b[1]), None);
     }
 }

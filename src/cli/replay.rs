@@ -8,7 +8,8 @@ use super::error::CliError;
 use super::exit;
 use crate::engine::{self, Start};
 use crate::fold::result::early_failure;
-use crate::request::{self, ModelProtocol, ReplayRequest, RequestFields};
+use crate::protocol::Protocol;
+use crate::request::{self, ReplayRequest, RequestFields};
 
 #[derive(Debug, Args)]
 #[command(after_help = "EXAMPLES:
@@ -83,7 +84,7 @@ pub struct ReplayArgs {
     pub model_base_url: Option<String>,
     /// Model upstream protocol.
     #[arg(long, value_enum)]
-    pub model_protocol: Option<ProtocolArg>,
+    pub model_protocol: Option<Protocol>,
     /// Name of the environment variable holding the upstream API key.
     #[arg(long)]
     pub model_api_key_env: Option<String>,
@@ -105,13 +106,6 @@ pub struct ReplayArgs {
     /// On resume: re-run a mutating call whose outcome is in doubt (at-least-once).
     #[arg(long)]
     pub accept_at_least_once: bool,
-}
-
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum ProtocolArg {
-    Anthropic,
-    OpenaiResponses,
-    OpenaiChat,
 }
 
 impl ReplayArgs {
@@ -136,11 +130,7 @@ impl ReplayArgs {
             disable_thinking: t(self.disable_thinking),
             boundary_user_prompt: self.boundary_user_prompt.clone(),
             model_base_url: self.model_base_url.clone(),
-            model_protocol: self.model_protocol.map(|p| match p {
-                ProtocolArg::Anthropic => ModelProtocol::Anthropic,
-                ProtocolArg::OpenaiResponses => ModelProtocol::OpenaiResponses,
-                ProtocolArg::OpenaiChat => ModelProtocol::OpenaiChat,
-            }),
+            model_protocol: self.model_protocol,
             model_api_key_env: self.model_api_key_env.clone(),
             model: self.model.clone(),
             model_script: self.model_script.clone(),

@@ -9,12 +9,15 @@
 //! `AgentExited` last.
 
 use crate::adapter::AdapterError;
-use crate::bridge::{self, AgentProtocol, BridgeConfig, BridgeStats, TransportRule};
+use crate::adapter::RequestRules;
+use crate::bridge::{self, BridgeConfig, BridgeStats};
+use crate::protocol::Protocol;
 use journal_format::event::{AgentExited, AgentStatus, ContinuationStarted};
 use journal_format::Event;
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 
@@ -76,9 +79,9 @@ pub struct ContinuedSession {
 /// What an agent adapter provides to the runner.
 pub trait ContinuationAgent: Send {
     /// The protocol the agent speaks to the bridge.
-    fn protocol(&self) -> AgentProtocol;
-    /// Exactly what this agent's resume inserts into its requests.
-    fn transport_rule(&self) -> TransportRule;
+    fn protocol(&self) -> Protocol;
+    /// Exactly what this agent's resume inserts into its requests, and how they compare.
+    fn request_rules(&self) -> Arc<dyn RequestRules>;
     /// The command resuming the rebuilt session against the bridge with `budget` live steps.
     fn command(
         &mut self,
@@ -118,11 +121,11 @@ pub struct ResumeInfo {
 }
 
 impl<T: ContinuationAgent + ?Sized> ContinuationAgent for Box<T> {
-    fn protocol(&self) -> AgentProtocol {
+    fn protocol(&self) -> Protocol {
         (**self).protocol()
     }
-    fn transport_rule(&self) -> TransportRule {
-        (**self).transport_rule()
+    fn request_rules(&self) -> Arc<dyn RequestRules> {
+        (**self).request_rules()
     }
     fn command(
         &mut self,
@@ -234,7 +237,7 @@ where
     let journal =
         |r: Result<(), E>| r.map_err(|e| AdapterError::Continuation(format!("journal: {e}")));
     bridge_cfg.protocol = agent.protocol();
-    bridge_cfg.transport = agent.transport_rule();
+    bridge_cfg.rules = agent.request_rules();
     bridge_cfg.max_steps = spec.budget;
     let (bridge, mut notices) = bridge::start(bridge_cfg)
         .await

@@ -10,9 +10,9 @@ use journal_format::Event;
 use super::failure::RunError;
 use super::recorder::Recorder;
 use crate::adapter::{Adapter, ContinueRequest, RebuiltSession};
-use crate::bridge::{BridgeConfig, BridgeResume, Upstream, UpstreamMode};
+use crate::bridge::{BridgeConfig, BridgeResume, Upstream};
 use crate::continuation::{run_continuation, ContinuationSpec};
-use crate::request::{ModelProtocol, ReplayRequest};
+use crate::request::ReplayRequest;
 
 /// The agent executable: `--agent-entrypoint`, else the agent's command on PATH.
 pub fn entrypoint(req: &ReplayRequest, default_cmd: &str) -> Result<PathBuf, RunError> {
@@ -158,7 +158,12 @@ fn prepare_resume(
     // The longer prefix must start with the prefix the first bridge journaled.
     if let Some(first) = &rec.state.bridge.started {
         let n = first.prefix_items as usize;
-        let d = crate::bridge::prefix_digest_of(agent.protocol(), &prefix, n);
+        let d = crate::bridge::prefix_digest_of(
+            agent.protocol(),
+            agent.request_rules().as_ref(),
+            &prefix,
+            n,
+        );
         if d.as_deref() != Some(first.prefix_digest.as_str()) {
             return Err(RunError::Continuation(format!(
                 "the agent's session no longer starts with the journaled prefix ({} messages, {})",
@@ -289,7 +294,7 @@ pub fn run(
             _server = Some(server);
             Upstream {
                 base_url: base,
-                mode: UpstreamMode::Native,
+                protocol: agent.protocol(),
                 api_key: Some(key),
                 model: req.model.model.clone(),
                 response_timeout: Duration::from_secs(300),
@@ -301,22 +306,18 @@ pub fn run(
                 .api_key_env
                 .as_ref()
                 .and_then(|n| std::env::var(n).ok());
-            let mode = match req.model.protocol {
-                Some(ModelProtocol::OpenaiChat) => UpstreamMode::OpenAiChat,
-                _ => UpstreamMode::Native,
-            };
             Upstream {
                 base_url: base,
-                mode,
+                protocol: req.model.protocol.unwrap_or(agent.protocol()),
                 api_key: key,
                 model: req.model.model.clone(),
                 response_timeout: Duration::from_secs(600),
             }
         };
         let cfg = BridgeConfig {
-            // The runner sets both from the agent (`ContinuationAgent::protocol/transport_rule`).
+            // The runner sets both from the agent (`ContinuationAgent::protocol/request_rules`).
             protocol: agent.protocol(),
-            transport: agent.transport_rule(),
+            rules: agent.request_rules(),
             prefix: resumed
                 .as_ref()
                 .map(|r| r.prefix.clone())

@@ -92,14 +92,7 @@ pub enum RequestKind {
     Other,
 }
 
-/// The wire protocol of a model request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Protocol {
-    Anthropic,
-    Responses,
-    Chat,
-}
+pub use crate::protocol::Protocol;
 
 /// One logged request (one line of the log file).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -448,8 +441,8 @@ fn route(
     }
     let protocol = match name {
         "/messages" | "/messages/count_tokens" => Protocol::Anthropic,
-        "/responses" => Protocol::Responses,
-        "/chat/completions" => Protocol::Chat,
+        "/responses" => Protocol::OpenaiResponses,
+        "/chat/completions" => Protocol::OpenaiChat,
         _ => Protocol::Anthropic,
     };
     if !authorized {
@@ -520,7 +513,7 @@ fn is_side(script: &Script, protocol: Protocol, raw: &[u8], body: &Value) -> Opt
             _ => false,
         };
         // Codex code mode sends its tools as an `additional_tools` input item.
-        let extra_tools = protocol == Protocol::Responses
+        let extra_tools = protocol == Protocol::OpenaiResponses
             && body
                 .get("input")
                 .and_then(Value::as_array)
@@ -555,8 +548,8 @@ fn model_request(
         None => {
             let index = match protocol {
                 Protocol::Anthropic => history::anthropic_turns(body),
-                Protocol::Responses => history::responses_turns(body),
-                Protocol::Chat => history::chat_turns(body),
+                Protocol::OpenaiResponses => history::responses_turns(body),
+                Protocol::OpenaiChat => history::chat_turns(body),
             };
             let (t, exhausted) = state.script.turn(index);
             (
@@ -587,18 +580,20 @@ fn model_request(
         (Protocol::Anthropic, false) => {
             json_response(StatusCode::OK, &anthropic::message(&reply), request_id)
         }
-        (Protocol::Responses, true) => sse_response(openai::responses_events(&reply), request_id),
-        (Protocol::Responses, false) => {
+        (Protocol::OpenaiResponses, true) => {
+            sse_response(openai::responses_events(&reply), request_id)
+        }
+        (Protocol::OpenaiResponses, false) => {
             json_response(StatusCode::OK, &openai::response(&reply), request_id)
         }
-        (Protocol::Chat, true) => {
+        (Protocol::OpenaiChat, true) => {
             let include_usage = body
                 .pointer("/stream_options/include_usage")
                 .and_then(Value::as_bool)
                 .unwrap_or(false);
             sse_response(openai::chat_events(&reply, include_usage), request_id)
         }
-        (Protocol::Chat, false) => {
+        (Protocol::OpenaiChat, false) => {
             json_response(StatusCode::OK, &openai::chat_completion(&reply), request_id)
         }
     };

@@ -12,24 +12,7 @@ use sha2::Digest;
 
 pub const REQUEST_SCHEMA: &str = "pvisor.replay-request/v1";
 
-/// Model upstream protocols.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ModelProtocol {
-    Anthropic,
-    OpenaiResponses,
-    OpenaiChat,
-}
-
-impl ModelProtocol {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            ModelProtocol::Anthropic => "anthropic",
-            ModelProtocol::OpenaiResponses => "openai-responses",
-            ModelProtocol::OpenaiChat => "openai-chat",
-        }
-    }
-}
+pub use crate::protocol::Protocol;
 
 /// Every field of a request, all optional, as the three sources spell them (snake_case).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -53,7 +36,7 @@ pub struct RequestFields {
     pub disable_thinking: Option<bool>,
     pub boundary_user_prompt: Option<String>,
     pub model_base_url: Option<String>,
-    pub model_protocol: Option<ModelProtocol>,
+    pub model_protocol: Option<Protocol>,
     pub model_api_key_env: Option<String>,
     pub model: Option<String>,
     pub model_script: Option<PathBuf>,
@@ -183,7 +166,7 @@ fn relative_to(mut f: RequestFields, base: &Path) -> RequestFields {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelConfig {
-    pub protocol: Option<ModelProtocol>,
+    pub protocol: Option<Protocol>,
     pub base_url: Option<String>,
     pub api_key_env: Option<String>,
     pub model: Option<String>,
@@ -365,7 +348,7 @@ impl ReplayRequest {
             } else {
                 self.model
                     .protocol
-                    .map(|p| p.as_str().to_string())
+                    .map(|p| p.name().to_string())
                     .unwrap_or_else(|| "native".into())
             },
             base_url: self.model.base_url.clone(),

@@ -24,11 +24,14 @@
 
 use super::drift::{neutralize, HostFacts};
 use super::rebuild::{write_file, write_user_id, ClaudeHome};
+use super::request_rules::{ClaudeRequestRules, DEFAULT_RESUME_TEXT as CLAUDE_DEFAULT_RESUME_TEXT};
+use crate::adapter::RequestRules;
 use crate::adapter::{AdapterError, RebuiltSession};
-use crate::bridge::{AgentProtocol, BridgeStats, TransportRule, CLAUDE_DEFAULT_RESUME_TEXT};
+use crate::bridge::BridgeStats;
 use crate::continuation::{
     AgentCommand, AgentVerdict, ContinuationAgent, ContinuedSession, ExitInfo, StdinMode,
 };
+use crate::protocol::Protocol;
 use journal_format::event::AgentStatus;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -155,14 +158,12 @@ impl ClaudeContinuation {
 }
 
 impl ContinuationAgent for ClaudeContinuation {
-    fn protocol(&self) -> AgentProtocol {
-        AgentProtocol::AnthropicMessages
+    fn protocol(&self) -> Protocol {
+        Protocol::Anthropic
     }
 
-    fn transport_rule(&self) -> TransportRule {
-        TransportRule::ClaudeResumeText {
-            text: self.resume_text.text().to_string(),
-        }
+    fn request_rules(&self) -> std::sync::Arc<dyn RequestRules> {
+        std::sync::Arc::new(ClaudeRequestRules::new(self.resume_text.text()))
     }
 
     fn command(
@@ -368,7 +369,7 @@ impl ContinuationAgent for ClaudeContinuation {
             session_id: self.session_id.clone(),
             native_path: self.native_path.clone(),
             artifact_path: self.continued_artifact.clone(),
-            digest: crate::bridge::canonical::blake3_digest(cleaned.text.as_bytes()),
+            digest: crate::digest::blake3(cleaned.text.as_bytes()),
             records: cleaned.records,
             removed: cleaned.removed,
         }))
@@ -480,7 +481,7 @@ pub fn resume_cut(
         if let Ok(v) = serde_json::from_str::<Value>(line) {
             if ty(&v) == "api-request-blob" {
                 if let Some(m) = v.get("message") {
-                    let full = crate::bridge::canonical::canonical_anthropic_message(m);
+                    let full = crate::protocol::anthropic::canonical_message(m);
                     blobs.insert(super::rebuild::role_content_key(&full), full);
                 }
             }

@@ -18,6 +18,7 @@ pub mod continuation;
 pub mod drift;
 pub mod parse;
 pub mod rebuild;
+pub mod request_rules;
 pub mod tools;
 pub mod versions;
 

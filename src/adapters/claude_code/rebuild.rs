@@ -29,7 +29,16 @@
 //! workspace and must stay inside it; missing files are skipped.
 
 use crate::adapter::{AdapterError, Observation, Plan, RebuildRequest, RebuiltSession};
-use crate::bridge::canonical::{canonical_anthropic_message, claude_message_sha256};
+use crate::protocol::anthropic::canonical_message as canonical_anthropic_message;
+
+/// Hex SHA-256 of the canonical JSON: the hash Claude Code writes into its `api-request`
+/// records (`tail`) and `api-request-blob` records (`hash`).
+pub fn claude_message_sha256(m: &Value) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(
+        crate::digest::canonical_json(m).as_bytes(),
+    ))
+}
 use crate::error::TrajectoryError;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -598,9 +607,7 @@ fn recorded_blobs(lines: &[Line]) -> HashMap<String, Value> {
 }
 
 pub(crate) fn role_content_key(m: &Value) -> String {
-    crate::bridge::canonical::to_canonical_string(
-        &json!({"role": m.get("role"), "content": m.get("content")}),
-    )
+    crate::digest::canonical_json(&json!({"role": m.get("role"), "content": m.get("content")}))
 }
 
 /// Claude sends some harness turns with extra per-turn keys (the context `system` turn
@@ -931,7 +938,7 @@ fn rebuild_with(req: &RebuildRequest, write_native: bool) -> Result<RebuiltSessi
     Ok(RebuiltSession {
         native_path,
         artifact_path: req.artifact_path.to_path_buf(),
-        digest: crate::bridge::canonical::blake3_digest(rebuilt.text.as_bytes()),
+        digest: crate::digest::blake3(rebuilt.text.as_bytes()),
         records: rebuilt.records,
         session_id: rebuilt.session_id,
         prefix: rebuilt.prefix,

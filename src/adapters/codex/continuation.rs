@@ -2,7 +2,7 @@
 //! the Responses bridge.
 //!
 //! - `codex exec resume` needs a prompt: a per-run nonce is passed and the bridge removes it
-//!   ([`TransportRule::CodexResume`]), together with the developer `<skills_instructions>`
+//!   ([`super::request_rules::CodexRequestRules`]), together with the developer `<skills_instructions>`
 //!   item Codex inserts before it because its home path differs from the original run's.
 //! - config.toml of the isolated `CODEX_HOME` is rewritten with the bridge URL; the bridge
 //!   key travels in `PVISOR_CODEX_API_KEY`; stdin is `/dev/null`.
@@ -14,12 +14,16 @@
 //!   removed; the nonce must appear nowhere else.
 
 use super::rebuild::{codex_home, config_toml, model_of, API_KEY_ENV};
+use super::request_rules::{
+    is_skills_item as is_codex_skills_item, CodexRequestRules, SKILLS_PREFIX as CODEX_SKILLS_PREFIX,
+};
+use crate::adapter::RequestRules;
 use crate::adapter::{AdapterError, RebuiltSession};
-use crate::bridge::transport::{is_codex_skills_item, CODEX_SKILLS_PREFIX};
-use crate::bridge::{AgentProtocol, BridgeStats, TransportRule};
+use crate::bridge::BridgeStats;
 use crate::continuation::{
     AgentCommand, AgentVerdict, ContinuationAgent, ContinuedSession, ExitInfo, StdinMode,
 };
+use crate::protocol::Protocol;
 use journal_format::event::AgentStatus;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -142,14 +146,14 @@ fn is_transport_line(v: &Value, nonce: &str) -> Option<&'static str> {
 }
 
 impl ContinuationAgent for CodexContinuation {
-    fn protocol(&self) -> AgentProtocol {
-        AgentProtocol::OpenAiResponses
+    fn protocol(&self) -> Protocol {
+        Protocol::OpenaiResponses
     }
 
-    fn transport_rule(&self) -> TransportRule {
-        TransportRule::CodexResume {
-            text: self.nonce.clone(),
-        }
+    fn request_rules(&self) -> std::sync::Arc<dyn RequestRules> {
+        std::sync::Arc::new(CodexRequestRules {
+            prompt: self.nonce.clone(),
+        })
     }
 
     fn command(
@@ -361,7 +365,7 @@ impl ContinuationAgent for CodexContinuation {
             session_id: self.session_id.clone(),
             native_path: path,
             artifact_path: self.continued_artifact.clone(),
-            digest: crate::bridge::canonical::blake3_digest(out.as_bytes()),
+            digest: crate::digest::blake3(out.as_bytes()),
             records: out.lines().count() as u64,
             removed,
         }))

@@ -16,6 +16,7 @@ pub mod continuation;
 pub mod parse;
 pub mod patch;
 pub mod rebuild;
+pub mod request_rules;
 pub mod tools;
 
 /// The Codex CLI version whose tool outputs this adapter reproduces.

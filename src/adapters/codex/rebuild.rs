@@ -181,7 +181,7 @@ pub fn rebuild(req: &RebuildRequest) -> Result<RebuiltSession, AdapterError> {
     Ok(RebuiltSession {
         native_path,
         artifact_path: req.artifact_path.to_path_buf(),
-        digest: crate::bridge::canonical::blake3_digest(out.as_bytes()),
+        digest: crate::digest::blake3(out.as_bytes()),
         records,
         session_id: parsed.session_id.clone(),
         prefix,
