@@ -3,8 +3,9 @@
 #
 #   scripts/test.sh
 #
-# 1. installs the pinned agent CLIs the end-to-end tests drive (npm registry only; cached in
-#    the ignored .cache/agents/, so later runs skip it);
+# 1. builds everything, then installs the pinned agent CLIs the end-to-end tests drive with
+#    `pvisor agents install` (npm registry / PyPI only; cached in the ignored .cache/agents/,
+#    so later runs skip it; tests that need another version install it themselves);
 # 2. runs every test of the workspace: unit, property, golden-vector, kill-loop, and the
 #    end-to-end tests with the real agent CLIs against the scripted model server (127.0.0.1).
 # Any missing prerequisite fails the run loudly; nothing is skipped.
@@ -15,8 +16,11 @@ cd "$ROOT"
 command -v cargo >/dev/null || { echo "scripts/test.sh: cargo is required" >&2; exit 1; }
 command -v node >/dev/null || { echo "scripts/test.sh: node (>= 18) is required for the agent CLIs" >&2; exit 1; }
 
+echo "== building the workspace and its tests ==" >&2
+cargo test --workspace --no-run -q "$@" >&2
+
 echo "== installing pinned agent CLIs (cached in .cache/agents) ==" >&2
-scripts/install-agents.sh claude-code codex >&2
+PVISOR_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/debug/pvisor" scripts/install-agents.sh claude-code codex >&2
 
 if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
     echo "== installing chromium (the audit HTML test renders the report in it) ==" >&2

@@ -27,6 +27,7 @@ pub mod digest;
 pub mod engine;
 pub mod error;
 pub mod fold;
+pub mod install;
 pub mod journal;
 pub mod model;
 pub mod protocol;

@@ -226,3 +226,29 @@ fn an_unknown_agent_is_journaled_as_unsupported() {
     );
     assert_eq!(env.refold(), serde_json::to_value(&out.result).unwrap());
 }
+
+/// The registry entry's capabilities are enforced before anything is journaled or run.
+#[test]
+fn what_an_adapter_cannot_do_is_refused_before_anything_runs() {
+    let env = Env::new(TRAJ);
+    let mut f = env.fields(2);
+    f.replay_only = None; // continue: the fake adapter cannot
+    f.model_script = Some(env.root.join("none.json"));
+    let out = env.run(f);
+    assert_eq!(out.exit_code, 11, "{:?}", out.result.failure);
+    let msg = out.result.failure.unwrap().message;
+    assert!(msg.contains("cannot continue"), "{msg}");
+    assert_eq!(env.marker(), "", "nothing ran");
+    assert!(
+        !env.root.join("state/r/journal.pvj").exists()
+            || pvisor::journal::Journal::open_dir(&env.root.join("state/r"))
+                .unwrap()
+                .1
+                .is_empty(),
+        "nothing was journaled"
+    );
+    // A boundary prompt of a replay-only run is never injected: accepted.
+    let mut f = env.fields(2);
+    f.boundary_user_prompt = Some("go on".into());
+    assert_eq!(env.run(f).exit_code, 0);
+}

@@ -6,8 +6,10 @@
 //!
 //! Every type here is agent-neutral; agent specifics live in `crate::adapters::<agent>`.
 
+pub mod registry;
 pub mod rules;
 
+pub use registry::{AgentEntry, Capabilities, Registry, UnsupportedAgent, VersionRange};
 pub use rules::{NoInserts, Removed, RequestRules, RuleRefusal, TrailingUserMessage};
 
 use serde::{Deserialize, Serialize};

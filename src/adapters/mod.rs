@@ -1,39 +1,16 @@
-//! One module per agent. Each has the same parts: `parse`, `tools`, `rebuild`, `continuation`.
-//! [`capabilities`] is the table of agents, versions and what each adapter can do.
+//! One folder per agent, each with the same parts (`parse`, `tools`, `rebuild`,
+//! `request_rules`, `continuation`) and its registry [`AgentEntry`]; [`registry`] lists them.
+//! Adding an agent: its folder, one line below, fixtures, docs (`docs/adding-an-agent.md`).
 
-pub mod capabilities;
 pub mod claude_code;
 pub mod codex;
 
-use crate::adapter::Adapter;
+use crate::adapter::registry::{AgentEntry, Registry};
 
-/// Why an agent cannot be used.
-#[derive(Debug, Clone, thiserror::Error, PartialEq)]
-pub enum UnsupportedAgent {
-    #[error("unknown agent `{0}`; known agents: {1}")]
-    Unknown(String, String),
-    #[error("agent `{agent}` is known but its adapter cannot {what} yet")]
-    NotYet { agent: String, what: &'static str },
-}
+/// Every agent pvisor supports.
+pub const AGENTS: &[AgentEntry] = &[claude_code::ENTRY, codex::ENTRY];
 
-/// The adapter for an agent name.
-pub fn by_name(name: &str) -> Result<Box<dyn Adapter>, UnsupportedAgent> {
-    match name {
-        "claude-code" => Ok(Box::new(claude_code::agent::ClaudeCode::default())),
-        "codex" => Ok(Box::new(codex::agent::Codex::default())),
-        _ => match capabilities::lookup(name) {
-            Some(c) => Err(UnsupportedAgent::NotYet {
-                agent: c.agent.into(),
-                what: "replay",
-            }),
-            None => Err(UnsupportedAgent::Unknown(
-                name.into(),
-                capabilities::TABLE
-                    .iter()
-                    .map(|c| c.agent)
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            )),
-        },
-    }
+/// The registry the CLI gives the engine.
+pub fn registry() -> Registry {
+    Registry::new(AGENTS.to_vec())
 }

@@ -1,6 +1,7 @@
 //! The command line: flags, subcommands, exit codes, error rendering. The binary is a thin
 //! shell over this module.
 
+pub mod agents;
 pub mod error;
 pub mod exit;
 pub mod journal;
@@ -32,6 +33,8 @@ pub enum Command {
     /// The built-in scripted model server.
     #[command(subcommand)]
     Model(model::ModelCmd),
+    /// The supported agents (versions, capabilities), and installing their CLIs.
+    Agents(agents::AgentsArgs),
 }
 
 /// Run the CLI; returns the process exit code.
@@ -51,6 +54,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
         Command::Journal(cmd) => journal::run(cmd),
         Command::Replay(args) => replay::run(*args),
         Command::Model(cmd) => model::run(cmd),
+        Command::Agents(args) => agents::run(args, &crate::adapters::registry()),
     };
     match res {
         Ok(code) => code,

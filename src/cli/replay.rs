@@ -182,7 +182,7 @@ pub fn run(args: ReplayArgs) -> Result<i32, CliError> {
             }
         }
     };
-    let out = engine::run(start);
+    let out = engine::run(start, &crate::adapters::registry());
     print(&out.result);
     if let Some(f) = &out.result.failure {
         eprintln!(

@@ -1,7 +1,6 @@
 //! The continuation step: probe the agent, start the upstream (scripted or real), run the
 //! real agent through the bridge, journaling every fact before it takes effect.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use journal_format::event::*;
@@ -13,46 +12,6 @@ use crate::adapter::{Adapter, ContinueRequest, RebuiltSession};
 use crate::bridge::{BridgeConfig, BridgeResume, Upstream};
 use crate::continuation::{run_continuation, ContinuationSpec};
 use crate::request::ReplayRequest;
-
-/// The agent executable: `--agent-entrypoint`, else the agent's command on PATH.
-pub fn entrypoint(req: &ReplayRequest, default_cmd: &str) -> Result<PathBuf, RunError> {
-    if let Some(p) = &req.agent_entrypoint {
-        if !p.is_file() {
-            return Err(RunError::Configuration(format!(
-                "--agent-entrypoint {} does not exist",
-                p.display()
-            )));
-        }
-        return Ok(p.clone());
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path).map(|d| d.join(default_cmd)).find(|p| p.is_file()).ok_or_else(|| {
-        RunError::Configuration(format!("no `{default_cmd}` on PATH; pass --agent-entrypoint (scripts/install-agents.sh {} installs the pinned version)", req.agent))
-    })
-}
-
-/// `<entrypoint> --version`, checked against the capability table.
-pub fn probe_version(req: &ReplayRequest, entry: &std::path::Path) -> Result<String, RunError> {
-    let out = std::process::Command::new(entry)
-        .arg("--version")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| {
-            RunError::Configuration(format!("cannot run {} --version: {e}", entry.display()))
-        })?;
-    let v = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    let cap = crate::adapters::capabilities::lookup(&req.agent)
-        .ok_or_else(|| RunError::UnsupportedAgent(req.agent.clone()))?;
-    if !cap.continues(&v) {
-        return Err(RunError::UnsupportedVersion(format!(
-            "{} reports version `{v}`; the {} adapter continues with {}",
-            entry.display(),
-            req.agent,
-            cap.continue_versions_text()
-        )));
-    }
-    Ok(v)
-}
 
 /// The resumed attempt's view: the longer prefix, the step offset, the remaining budget.
 struct Resumed {
@@ -179,27 +138,7 @@ fn prepare_resume(
     })
 }
 
-/// The agent executable and the version it reported (accepted by the capability table).
-#[derive(Debug, Clone)]
-pub struct AgentProbe {
-    pub entry: PathBuf,
-    pub version: String,
-}
-
-/// The agent executable of the request (`--agent-entrypoint`, else the agent's command on PATH).
-fn agent_executable(req: &ReplayRequest) -> Result<PathBuf, RunError> {
-    let command = crate::adapters::capabilities::lookup(&req.agent)
-        .map(|c| c.command)
-        .unwrap_or("agent");
-    entrypoint(req, command)
-}
-
-/// Find the agent executable and check its version.
-pub fn probe(req: &ReplayRequest) -> Result<AgentProbe, RunError> {
-    let entry = agent_executable(req)?;
-    let version = probe_version(req, &entry)?;
-    Ok(AgentProbe { entry, version })
-}
+pub use super::preflight::AgentProbe;
 
 /// The adapter's continuation of `rebuilt` with the agent at `entry`.
 fn continuation_agent(
@@ -257,7 +196,7 @@ pub fn run(
         // The budget was used up before the crash and every step's tools have results: the
         // agent would only have stopped at its turn limit.
         rec.record(Event::AgentExited(AgentExited { status: AgentStatus::MaxSteps, code: None, signal: None, message: Some("live step budget used before the run was interrupted; the agent was not started again".into()) }))?;
-        return write_continued(rec, adapter, req, rebuilt);
+        return write_continued(rec, adapter, req, rebuilt, &probe.agent);
     }
     std::fs::create_dir_all(req.state_dir.join("logs")).map_err(|e| {
         RunError::Internal(format!("{}: {e}", req.state_dir.join("logs").display()))
@@ -379,8 +318,9 @@ pub fn write_continued(
     adapter: &dyn Adapter,
     req: &ReplayRequest,
     rebuilt: &RebuiltSession,
+    agent_entry: &crate::adapter::AgentEntry,
 ) -> Result<(), RunError> {
-    let entry = agent_executable(req)?;
+    let entry = super::preflight::agent_executable(req, agent_entry)?;
     let mut agent = continuation_agent(adapter, req, rebuilt, &entry)?;
     let c = agent
         .finish()?

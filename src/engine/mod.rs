@@ -20,7 +20,7 @@ pub use decide::{decide, Step};
 pub use failure::RunError;
 use recorder::Recorder;
 
-use crate::adapter::{Adapter, Plan};
+use crate::adapter::{Adapter, AgentEntry, Plan, Registry};
 use crate::fold::{self, result, ReplayResult};
 use crate::journal::{resolve_path, BlobStore, Journal};
 use crate::request::ReplayRequest;
@@ -73,18 +73,9 @@ pub fn hint_for(e: &RunError) -> Option<String> {
     })
 }
 
-/// Run to the end (or the first failure) and materialize the outputs.
-pub fn run(start: Start) -> Outcome {
-    run_with(start, |name| {
-        crate::adapters::by_name(name).map_err(|e| e.to_string())
-    })
-}
-
-/// The same with a caller-chosen adapter lookup (tests use fakes).
-pub fn run_with(
-    start: Start,
-    lookup: impl Fn(&str) -> Result<Box<dyn Adapter>, String>,
-) -> Outcome {
+/// Run to the end (or the first failure) and materialize the outputs, with the adapters of
+/// `registry` (the CLI passes every supported agent; tests pass fakes).
+pub fn run(start: Start, registry: &Registry) -> Outcome {
     let (req, journal, events) = match open(start) {
         Ok(x) => x,
         Err((e, req)) => return early(&e, req.as_ref()),
@@ -98,20 +89,21 @@ pub fn run_with(
             )
         }
     };
-    let adapter = match lookup(&req.agent) {
-        Ok(a) => a,
+    let agent = match registry.get(&req.agent) {
+        Ok(a) => *a,
         Err(e) => {
             // journal the failure so the run's directory says why
             let mut rec = Recorder::new(journal, state, BlobStore::new(&req.state_dir));
-            let err = RunError::UnsupportedAgent(e);
+            let err = RunError::UnsupportedAgent(e.to_string());
             if rec.state.phase == fold::Phase::Empty {
                 let _ = rec.record(perform::request_event(&req, None));
             }
             return finish_failed(&mut rec, None, &req, err);
         }
     };
+    let adapter = (agent.make)();
     // Options the run will need are checked before anything is journaled or run.
-    let probe = match preflight::check(&req, &state) {
+    let probe = match preflight::check(&req, &state, &agent) {
         Ok(p) => p,
         Err(e) => return early(&e, Some(&req)),
     };
@@ -137,7 +129,14 @@ pub fn run_with(
         }
     }
     let mut progress = progress::Progress::new();
-    match drive(&mut rec, adapter.as_ref(), &req, &mut progress, probe) {
+    match drive(
+        &mut rec,
+        adapter.as_ref(),
+        &agent,
+        &req,
+        &mut progress,
+        probe,
+    ) {
         Ok(()) => {
             progress.clear();
             conclude(&mut rec, Some(adapter.as_ref()), &req, None)
@@ -225,6 +224,7 @@ fn load_plan(rec: &Recorder, adapter: &dyn Adapter, req: &ReplayRequest) -> Resu
 fn drive(
     rec: &mut Recorder,
     adapter: &dyn Adapter,
+    agent: &AgentEntry,
     req: &ReplayRequest,
     progress: &mut progress::Progress,
     probe: Option<continue_step::AgentProbe>,
@@ -248,7 +248,7 @@ fn drive(
                 rec.record(perform::request_event(req, None))?;
             }
             Step::Parse => plan = Some(perform::parse(rec, adapter, req)?),
-            Step::Validate => perform::validate(rec, adapter, req, plan.as_ref().unwrap())?,
+            Step::Validate => perform::validate(rec, adapter, agent, req, plan.as_ref().unwrap())?,
             Step::Prepare => {
                 let p = plan.as_ref().unwrap();
                 let obs = perform::original_observations(p, req.after_step as usize);
@@ -328,7 +328,7 @@ fn drive(
                 };
                 let probe = match &probe {
                     Some(p) => p.clone(),
-                    None => continue_step::probe(req)?,
+                    None => preflight::probe(req, agent)?,
                 };
                 continue_step::run(rec, adapter, req, &session, &probe, &mut checkpoints)?;
             }
@@ -337,7 +337,7 @@ fn drive(
                     Some(s) => s,
                     None => perform::rebuild_again(rec, adapter, req, plan.as_ref().unwrap())?,
                 };
-                continue_step::write_continued(rec, adapter, req, &session)?;
+                continue_step::write_continued(rec, adapter, req, &session, agent)?;
             }
             Step::Finish => {
                 let digest = final_result_digest(&rec.state);

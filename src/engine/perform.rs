@@ -109,31 +109,29 @@ pub fn parse(
 pub fn validate(
     rec: &mut Recorder,
     adapter: &dyn Adapter,
+    agent: &crate::adapter::AgentEntry,
     req: &ReplayRequest,
     plan: &Plan,
 ) -> Result<(), RunError> {
     // Tool semantics follow the version that recorded the session: one outside the
     // adapter's proven range is refused in every mode, before any tool runs.
-    if let (Some(v), Some(cap)) = (
-        &plan.recorded_version,
-        crate::adapters::capabilities::lookup(adapter.name()),
-    ) {
-        if !cap.accepts(v) {
+    if let Some(v) = &plan.recorded_version {
+        if !agent.replays(v) {
             return Err(RunError::UnsupportedVersion(format!(
                 "{} was recorded by {} {v}; the {} adapter replays {}; nothing was run",
                 req.trajectory.display(),
-                adapter.name(),
-                adapter.name(),
-                cap.versions_text()
+                agent.name,
+                agent.name,
+                agent.versions_text()
             )));
         }
-        if req.mode == Mode::Continue && !cap.continues(v) {
+        if req.mode == Mode::Continue && !agent.continues(v) {
             return Err(RunError::UnsupportedVersion(format!(
                 "{} was recorded by {} {v}; the {} adapter continues sessions of {} (this one can be replayed with --replay-only); nothing was run",
                 req.trajectory.display(),
-                adapter.name(),
-                adapter.name(),
-                cap.continue_versions_text()
+                agent.name,
+                agent.name,
+                agent.continue_versions_text()
             )));
         }
     }

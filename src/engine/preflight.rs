@@ -1,25 +1,130 @@
 //! Checks made before anything is journaled and before any tool runs: everything a run will
-//! need later that the user can fix with an option (the agent executable and its version,
-//! the model upstream, the boundary prompt a resumed run must be given again). A failure here
-//! leaves the journal as it was, so the same command with the right options goes on.
+//! need later that the user can fix with an option — what the adapter can do (its registry
+//! capabilities), the agent executable and its version, the model upstream, the boundary
+//! prompt a resumed run must be given again. A failure here leaves the journal as it was, so
+//! the same command with the right options goes on.
+
+use std::path::{Path, PathBuf};
 
 use journal_format::event::Mode;
 
-use super::continue_step::{probe, AgentProbe};
 use super::failure::RunError;
-use crate::fold::ReplayState;
+use crate::adapter::AgentEntry;
+use crate::fold::{Phase, ReplayState};
 use crate::request::ReplayRequest;
 
-/// Check `req` against what the journal (`state`, empty for a fresh run) already holds.
-/// Returns the probed agent when the run will continue (the continuation uses it: the
-/// version is probed once per process).
-pub fn check(req: &ReplayRequest, state: &ReplayState) -> Result<Option<AgentProbe>, RunError> {
+/// The agent executable and the version it reported (accepted by the registry entry).
+#[derive(Debug, Clone)]
+pub struct AgentProbe {
+    pub entry: PathBuf,
+    pub version: String,
+    pub agent: AgentEntry,
+}
+
+/// Check `req` against the adapter's capabilities and what the journal (`state`, empty for
+/// a fresh run) already holds. Returns the probed agent when the run will continue (the
+/// continuation uses it: the version is probed once per process).
+pub fn check(
+    req: &ReplayRequest,
+    state: &ReplayState,
+    agent: &AgentEntry,
+) -> Result<Option<AgentProbe>, RunError> {
+    capabilities(req, state, agent)?;
     if req.mode != Mode::Continue || state.phase.is_terminal() {
         return Ok(None);
     }
     boundary_prompt(req, state)?;
     model_upstream(req)?;
-    probe(req).map(Some)
+    probe(req, agent).map(Some)
+}
+
+/// The run may only ask the adapter for what its registry entry says it can do.
+fn capabilities(
+    req: &ReplayRequest,
+    state: &ReplayState,
+    agent: &AgentEntry,
+) -> Result<(), RunError> {
+    let caps = agent.capabilities;
+    let cannot = |what: &'static str| {
+        Err(RunError::UnsupportedAgent(format!(
+            "the `{}` adapter cannot {what} ({}; `pvisor agents` lists what each adapter can do)",
+            agent.name, agent.docs
+        )))
+    };
+    if !caps.replay {
+        return cannot("replay a session");
+    }
+    if req.mode == Mode::Continue && !caps.continue_live {
+        return cannot("continue a session with the real agent yet: use --replay-only");
+    }
+    if req.mode == Mode::Continue && req.boundary_user_prompt.is_some() && !caps.boundary_prompt {
+        return cannot("inject a boundary prompt");
+    }
+    if state.phase == Phase::Continuing && !caps.resume_live {
+        return cannot(
+            "resume a continuation interrupted by a crash: start a new run in a fresh sandbox",
+        );
+    }
+    Ok(())
+}
+
+/// The agent executable of the request: `--agent-entrypoint`, else the pinned version
+/// installed by `pvisor agents install`, else the agent's command on PATH.
+pub fn agent_executable(req: &ReplayRequest, agent: &AgentEntry) -> Result<PathBuf, RunError> {
+    if let Some(p) = &req.agent_entrypoint {
+        if !p.is_file() {
+            return Err(RunError::Configuration(format!(
+                "--agent-entrypoint {} does not exist",
+                p.display()
+            )));
+        }
+        return Ok(p.clone());
+    }
+    if let Some(p) = crate::install::installed(agent, agent.pinned) {
+        return Ok(p);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join(agent.command))
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            RunError::Configuration(format!(
+                "no `{}` executable: pass --agent-entrypoint, or run `pvisor agents install {}` (the pinned {})",
+                agent.command, agent.name, agent.pinned
+            ))
+        })
+}
+
+/// `<entrypoint> --version`, checked against the registry entry.
+pub fn probe_version(entry: &Path, agent: &AgentEntry) -> Result<String, RunError> {
+    let out = std::process::Command::new(entry)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| {
+            RunError::Configuration(format!("cannot run {} --version: {e}", entry.display()))
+        })?;
+    let v = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if !agent.continues(&v) {
+        return Err(RunError::UnsupportedVersion(format!(
+            "{} reports version `{v}`; the {} adapter continues with {}",
+            entry.display(),
+            agent.name,
+            agent.continue_versions_text()
+        )));
+    }
+    Ok(v)
+}
+
+/// Find the agent executable and check its version.
+pub fn probe(req: &ReplayRequest, agent: &AgentEntry) -> Result<AgentProbe, RunError> {
+    let entry = agent_executable(req, agent)?;
+    let version = probe_version(&entry, agent)?;
+    Ok(AgentProbe {
+        entry,
+        version,
+        agent: *agent,
+    })
 }
 
 /// A resumed run whose request had a boundary prompt needs the same text again (it is never

@@ -22,7 +22,7 @@ pub fn recorded_dir() -> PathBuf {
 /// The API key the tests give both claude and the server (the server enforces it).
 pub const API_KEY: &str = "pvisor-test-key";
 
-/// Install (or find) the pinned Claude Code via `scripts/install-agents.sh claude-code` and
+/// Install (or find) the pinned Claude Code via `pvisor agents install claude-code` and
 /// return its entrypoint. Panics, with the installer's output, when that fails: the e2e tests
 /// never skip.
 pub fn claude_entrypoint() -> PathBuf {
@@ -31,7 +31,7 @@ pub fn claude_entrypoint() -> PathBuf {
 }
 
 /// The entrypoint of Claude Code `version` (the pinned one when `None`), installed by
-/// `scripts/install-agents.sh claude-code@<version>` when missing.
+/// `pvisor agents install claude-code@<version>` when missing.
 pub fn claude_entrypoint_of(version: Option<&str>) -> PathBuf {
     match version {
         None => claude_entrypoint(),
@@ -50,31 +50,32 @@ pub fn claude_entrypoint_of(version: Option<&str>) -> PathBuf {
 }
 
 fn install(spec: &str) -> PathBuf {
-    {
-        {
-            let script = project_root().join("scripts/install-agents.sh");
-            let out = std::process::Command::new("bash")
-                .arg(&script)
-                .arg(spec)
-                .stdin(Stdio::null())
-                .output()
-                .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-            assert!(
-                out.status.success(),
-                "installing the pinned Claude Code failed ({}):\n{}\n{}",
-                out.status,
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let stdout = String::from_utf8_lossy(&out.stdout);
-            let entry = PathBuf::from(stdout.lines().last().unwrap_or("").trim());
-            assert!(
-                entry.is_file(),
-                "installer printed no usable entrypoint: {stdout:?}"
-            );
-            entry
-        }
-    }
+    install_agent(spec)
+}
+
+/// `pvisor agents install <spec>` into the project's `.cache/agents` (never skipped: a failed
+/// install fails the test with the installer's output).
+pub fn install_agent(spec: &str) -> PathBuf {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pvisor"))
+        .args(["agents", "install", spec])
+        .env("PVISOR_AGENTS_DIR", project_root().join(".cache/agents"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run pvisor agents install {spec}: {e}"));
+    assert!(
+        out.status.success(),
+        "pvisor agents install {spec} failed ({}):\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let entry = PathBuf::from(stdout.lines().last().unwrap_or("").trim());
+    assert!(
+        entry.is_file(),
+        "the installer printed no usable entrypoint: {stdout:?}"
+    );
+    entry
 }
 
 /// `cwd` as Claude Code names its project folder: every non-alphanumeric character -> `-`.

@@ -64,12 +64,12 @@ pub fn codex_entrypoint() -> PathBuf {
     static ENTRY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     ENTRY
         .get_or_init(|| {
-            let out = std::process::Command::new("bash")
-                .arg(project_root().join("scripts/install-agents.sh"))
-                .arg("codex")
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_pvisor"))
+                .args(["agents", "install", "codex"])
+                .env("PVISOR_AGENTS_DIR", project_root().join(".cache/agents"))
                 .stdin(Stdio::null())
                 .output()
-                .expect("run scripts/install-agents.sh");
+                .expect("run pvisor agents install codex");
             assert!(
                 out.status.success(),
                 "installing the pinned Codex failed:\n{}\n{}",

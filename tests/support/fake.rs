@@ -130,12 +130,32 @@ impl Adapter for Fake {
     }
 }
 
-pub fn lookup(name: &str) -> Result<Box<dyn Adapter>, String> {
-    if name == "fake" {
-        Ok(Box::new(Fake))
-    } else {
-        Err(format!("unknown agent `{name}`"))
-    }
+/// The registry entry of the fake adapter (replay only).
+pub const FAKE: AgentEntry = AgentEntry {
+    name: "fake",
+    pinned: "1.0.0",
+    versions: &[VersionRange::exactly("1.0.0")],
+    continue_versions: &[],
+    install: pvisor::adapter::registry::Install {
+        package: pvisor::adapter::registry::Package::Npm {
+            package: "fake",
+            bin: "fake",
+        },
+        post_install: None,
+    },
+    command: "fake",
+    capabilities: Capabilities {
+        replay: true,
+        continue_live: false,
+        resume_live: false,
+        boundary_prompt: false,
+    },
+    docs: "tests/support/fake.rs",
+    make: || Box::new(Fake),
+};
+
+pub fn registry() -> Registry {
+    Registry::new(vec![FAKE])
 }
 
 pub const TRAJ: &str = r#"{"calls":[{"id":"c1","tool":"write","input":{"path":"a.txt","text":"hi"},"result":"ok"},{"id":"c2","tool":"read","input":{"path":"a.txt"},"result":"hi"}]}
@@ -171,16 +191,19 @@ impl Env {
         }
     }
     pub fn run(&self, f: RequestFields) -> engine::Outcome {
-        engine::run_with(Start::Fresh(ReplayRequest::from_fields(f).unwrap()), lookup)
+        engine::run(
+            Start::Fresh(ReplayRequest::from_fields(f).unwrap()),
+            &registry(),
+        )
     }
     pub fn resume(&self, accept: bool) -> engine::Outcome {
-        engine::run_with(
+        engine::run(
             Start::Resume {
                 path: self.root.join("state/r"),
                 boundary_user_prompt: None,
                 accept_at_least_once: accept,
             },
-            lookup,
+            &registry(),
         )
     }
     pub fn marker(&self) -> String {

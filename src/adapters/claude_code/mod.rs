@@ -16,6 +16,7 @@
 pub mod agent;
 pub mod continuation;
 pub mod drift;
+pub mod install;
 pub mod parse;
 pub mod rebuild;
 pub mod request_rules;
@@ -26,4 +27,30 @@ pub mod versions;
 pub const SUPPORTED_VERSION: &str = "2.1.332";
 
 pub use parse::{parse, parse_bytes, parse_file, ParsedSession};
+
+use crate::adapter::registry::{AgentEntry, Capabilities, Install, Package};
+
+/// The registry entry of the Claude Code adapter.
+pub const ENTRY: AgentEntry = AgentEntry {
+    name: "claude-code",
+    pinned: SUPPORTED_VERSION,
+    versions: &[versions::RANGE],
+    continue_versions: &[versions::CONTINUE_RANGE],
+    install: Install {
+        package: Package::Npm {
+            package: "@anthropic-ai/claude-code",
+            bin: "claude",
+        },
+        post_install: Some(install::link_native_binary),
+    },
+    command: "claude",
+    capabilities: Capabilities {
+        replay: true,
+        continue_live: true,
+        resume_live: true,
+        boundary_prompt: true,
+    },
+    docs: "docs/agents/claude-code.md",
+    make: || Box::new(agent::ClaudeCode::default()),
+};
 pub use tools::{classify, execute};

@@ -22,4 +22,30 @@ pub mod tools;
 /// The Codex CLI version whose tool outputs this adapter reproduces.
 pub const SUPPORTED_VERSION: &str = "0.149.0";
 
+use crate::adapter::registry::{AgentEntry, Capabilities, Install, Package, VersionRange};
+
+/// The registry entry of the Codex adapter.
+pub const ENTRY: AgentEntry = AgentEntry {
+    name: "codex",
+    pinned: SUPPORTED_VERSION,
+    versions: &[VersionRange::exactly(SUPPORTED_VERSION)],
+    continue_versions: &[VersionRange::exactly(SUPPORTED_VERSION)],
+    install: Install {
+        package: Package::Npm {
+            package: "@openai/codex",
+            bin: "codex",
+        },
+        post_install: None,
+    },
+    command: "codex",
+    capabilities: Capabilities {
+        replay: true,
+        continue_live: true,
+        resume_live: false,
+        boundary_prompt: true,
+    },
+    docs: "docs/agents/codex.md",
+    make: || Box::new(agent::Codex::default()),
+};
+
 pub use parse::{parse_bytes, parse_file, ParsedRollout};

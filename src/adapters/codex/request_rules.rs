@@ -19,8 +19,8 @@ use crate::protocol::Protocol;
 
 /// The text a Codex skills developer item starts with.
 pub const SKILLS_PREFIX: &str = "<skills_instructions>";
-/// A key Codex writes into rollout items and never sends.
-pub const ROLLOUT_ONLY_KEY: &str = "internal_chat_message_metadata_passthrough";
+/// A key Codex writes into rollout items and never sends (one definition: rebuild's).
+pub use super::rebuild::PRIVATE_KEY as ROLLOUT_ONLY_KEY;
 
 #[derive(Debug, Clone)]
 pub struct CodexRequestRules {

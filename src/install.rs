@@ -1,0 +1,194 @@
+//! Installing pinned agent CLIs (`pvisor agents install`), from the registry entry alone:
+//! npm packages into `<root>/<agent>@<version>/` (`npm install --prefix`), PyPI packages
+//! into a virtual environment there. The root is `$PVISOR_AGENTS_DIR`, else
+//! `$XDG_CACHE_HOME/pvisor/agents`, else `~/.cache/pvisor/agents`. Idempotent, and
+//! serialized per agent and version with a file lock (parallel tests, several shells).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use fs2::FileExt;
+
+use crate::adapter::registry::{AgentEntry, Package};
+
+/// The install root.
+pub fn agents_root() -> PathBuf {
+    if let Some(d) = std::env::var_os("PVISOR_AGENTS_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d);
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(|| PathBuf::from("/tmp"));
+    cache.join("pvisor/agents")
+}
+
+/// Where `version` of `agent` is (or would be) installed.
+pub fn prefix(root: &Path, agent: &AgentEntry, version: &str) -> PathBuf {
+    root.join(format!("{}@{version}", agent.name))
+}
+
+/// The executable of an installation prefix.
+pub fn entrypoint(prefix: &Path, agent: &AgentEntry) -> PathBuf {
+    match agent.install.package {
+        Package::Npm { bin, .. } => prefix.join("node_modules/.bin").join(bin),
+        Package::PyPI { bin, .. } => prefix.join("venv/bin").join(bin),
+    }
+}
+
+/// The entrypoint of an existing installation of `version` under the default root, if it
+/// answers `--version` with that version.
+pub fn installed(agent: &AgentEntry, version: &str) -> Option<PathBuf> {
+    let e = entrypoint(&prefix(&agents_root(), agent, version), agent);
+    reports(&e, version).then_some(e)
+}
+
+/// Whether `exe --version` prints `version`.
+fn reports(exe: &Path, version: &str) -> bool {
+    if !exe.is_file() {
+        return false;
+    }
+    Command::new(exe)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .is_ok_and(|o| {
+            String::from_utf8_lossy(&o.stdout).contains(version)
+                || String::from_utf8_lossy(&o.stderr).contains(version)
+        })
+}
+
+/// Install `version` of `agent` under `root` (unless it is there) and return its entrypoint.
+/// Progress goes to stderr.
+pub fn install(root: &Path, agent: &AgentEntry, version: &str) -> Result<PathBuf, String> {
+    if crate::adapter::registry::numbers(version).is_none() {
+        return Err(format!("`{version}` is not a version number"));
+    }
+    let pfx = prefix(root, agent, version);
+    std::fs::create_dir_all(root).map_err(|e| format!("{}: {e}", root.display()))?;
+    let lock_path = root.join(format!(".{}@{version}.lock", agent.name));
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| format!("{}: {e}", lock_path.display()))?;
+    lock.lock_exclusive()
+        .map_err(|e| format!("{}: {e}", lock_path.display()))?;
+    let exe = entrypoint(&pfx, agent);
+    if reports(&exe, version) {
+        eprintln!("[pvisor agents] {}@{version} already installed", agent.name);
+        return Ok(exe);
+    }
+    std::fs::create_dir_all(&pfx).map_err(|e| format!("{}: {e}", pfx.display()))?;
+    match agent.install.package {
+        Package::Npm { package, .. } => npm_install(&pfx, package, version)?,
+        Package::PyPI {
+            package, python, ..
+        } => pip_install(&pfx, package, version, python)?,
+    }
+    if let Some(fix) = agent.install.post_install {
+        fix(&pfx)?;
+    }
+    if !reports(&exe, version) {
+        return Err(format!(
+            "after installing {}@{version}, `{} --version` does not report {version}",
+            agent.name,
+            exe.display()
+        ));
+    }
+    eprintln!(
+        "[pvisor agents] {}@{version} installed: {}",
+        agent.name,
+        exe.display()
+    );
+    Ok(exe)
+}
+
+fn run(cmd: &mut Command, what: &str) -> Result<(), String> {
+    eprintln!("[pvisor agents] {what}");
+    let status = cmd
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::inherit())
+        .stdin(Stdio::null())
+        .status()
+        .map_err(|e| format!("{what}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{what}: {status}"))
+    }
+}
+
+fn npm_install(prefix: &Path, package: &str, version: &str) -> Result<(), String> {
+    // A package.json of its own keeps npm from walking up to an enclosing project.
+    let pj = prefix.join("package.json");
+    if !pj.exists() {
+        std::fs::write(&pj, "{\"name\":\"pvisor-agent\",\"private\":true}\n")
+            .map_err(|e| format!("{}: {e}", pj.display()))?;
+    }
+    let npm = std::env::var("NPM").unwrap_or_else(|_| "npm".into());
+    run(
+        Command::new(&npm)
+            .arg("install")
+            .arg("--prefix")
+            .arg(prefix)
+            .args([
+                "--no-audit",
+                "--no-fund",
+                "--save-exact",
+                "--include=optional",
+            ])
+            .arg(format!("{package}@{version}"))
+            .stdout(Stdio::inherit()),
+        &format!(
+            "{npm} install {package}@{version} into {}",
+            prefix.display()
+        ),
+    )
+}
+
+fn pip_install(prefix: &Path, package: &str, version: &str, python: &str) -> Result<(), String> {
+    let venv = prefix.join("venv");
+    let py = python_at_least(python).ok_or_else(|| {
+        format!("{package} needs Python >= {python}; none found (set PVISOR_PYTHON to one)")
+    })?;
+    if !venv.join("bin/python").exists() {
+        run(
+            Command::new(&py).args(["-m", "venv"]).arg(&venv),
+            &format!("{} -m venv {}", py.display(), venv.display()),
+        )?;
+    }
+    run(
+        Command::new(venv.join("bin/pip"))
+            .args(["install", "--disable-pip-version-check", "-q"])
+            .arg(format!("{package}=={version}")),
+        &format!("pip install {package}=={version}"),
+    )
+}
+
+/// A Python interpreter of at least `min` (`3.12`): `$PVISOR_PYTHON`, else `python3.N` for
+/// N from 13 down, else `python3`.
+fn python_at_least(min: &str) -> Option<PathBuf> {
+    let want = crate::adapter::registry::numbers(min)?;
+    let ok = |exe: &Path| {
+        Command::new(exe)
+            .args(["-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
+            .output()
+            .ok()
+            .and_then(|o| {
+                crate::adapter::registry::numbers(String::from_utf8_lossy(&o.stdout).trim())
+            })
+            .is_some_and(|v| v >= want)
+    };
+    let mut candidates: Vec<PathBuf> = std::env::var_os("PVISOR_PYTHON")
+        .map(PathBuf::from)
+        .into_iter()
+        .collect();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for name in ["python3.14", "python3.13", "python3.12", "python3"] {
+        candidates.extend(std::env::split_paths(&path).map(|d| d.join(name)));
+    }
+    candidates.into_iter().find(|c| c.is_file() && ok(c))
+}
