@@ -73,9 +73,8 @@ fn replay(name: &str) -> Vec<(String, String, String)> {
         log_dir: logs.path().to_path_buf(),
         timeout: Duration::from_secs(60),
     };
-    tools::begin_session(&ws, tools::ToolConfig::for_session(&parsed));
     let mut mismatches = Vec::new();
-    let session = tools::session_for(&ws);
+    let session = tools::ToolSession::new(tools::ToolConfig::for_session(&parsed));
     let mut next_record = 0usize;
     for batch in &parsed.plan().batches {
         assert!(batch.complete);
@@ -100,7 +99,8 @@ fn replay(name: &str) -> Vec<(String, String, String)> {
             .max()
             .map_or(0, |i| i + 1);
         for call in &batch.calls {
-            let out = claude_code::execute(call, &ctx)
+            let out = session
+                .execute(call, &ctx)
                 .unwrap_or_else(|e| panic!("{name} {}: {e}", call.call_id));
             let orig = call.original.as_ref().unwrap();
             if normalize(&out.observation.text) != normalize(&orig.text)
@@ -114,7 +114,6 @@ fn replay(name: &str) -> Vec<(String, String, String)> {
             }
         }
     }
-    tools::end_session(&ws);
     let after = dir.join("workspace-after");
     if after.exists() {
         for entry in walk(&after) {

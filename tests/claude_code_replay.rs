@@ -172,10 +172,11 @@ fn replays_every_batch_byte_for_byte_at_the_original_path() {
         log_dir: logs.path().to_path_buf(),
         timeout: Duration::from_secs(60),
     };
-    tools::begin_session(&ws, tools::ToolConfig::for_session(&parsed));
+    let session = tools::ToolSession::new(tools::ToolConfig::for_session(&parsed));
     for batch in &parsed.plan().batches {
         for call in &batch.calls {
-            let out = claude_code::execute(call, &ctx)
+            let out = session
+                .execute(call, &ctx)
                 .unwrap_or_else(|e| panic!("{}: {e}", call.call_id));
             let orig = call.original.as_ref().unwrap();
             assert_eq!(
@@ -209,7 +210,6 @@ fn replays_every_batch_byte_for_byte_at_the_original_path() {
         std::fs::read_to_string(ws.join("notes.txt")).unwrap(),
         "line one\nline 2 (edited)\n"
     );
-    tools::end_session(&ws);
     std::fs::remove_dir_all(&ws).unwrap();
 }
 
@@ -239,19 +239,18 @@ fn edit_without_the_read_state_loses_the_file_state_suffix() {
     };
 
     setup(&ws);
-    tools::begin_session(&ws, tools::ToolConfig::for_session(&parsed));
-    let out = claude_code::execute(edit, &ctx).unwrap();
+    let session = tools::ToolSession::new(tools::ToolConfig::for_session(&parsed));
+    let out = session.execute(edit, &ctx).unwrap();
     assert_eq!(
         out.observation.text,
         "The file /tmp/realagent-claude.GJgznB/work/notes.txt has been updated successfully."
     );
 
     setup(&ws);
-    let session = tools::begin_session(&ws, tools::ToolConfig::for_session(&parsed));
+    let session = tools::ToolSession::new(tools::ToolConfig::for_session(&parsed));
     session.seed(read, read.original.as_ref().unwrap(), &ctx);
-    let out = claude_code::execute(edit, &ctx).unwrap();
+    let out = session.execute(edit, &ctx).unwrap();
     assert_eq!(out.observation.text, edit.original.as_ref().unwrap().text);
 
-    tools::end_session(&ws);
     std::fs::remove_dir_all(&ws).unwrap();
 }

@@ -3,8 +3,11 @@
 //! originals except the declared dynamic fields), rebuild (prefix = the input items of the
 //! original request N+1), refusals, and mutated rollouts (trajectory error, never a panic).
 
-use pvisor::adapter::{Adapter, ExecContext, Observation, RebuildRequest, ToolClass};
-use pvisor::adapters::codex::{agent::Codex, parse, rebuild, tools};
+use pvisor::adapter::{Adapter, ExecContext, Observation, RebuildRequest, ToolClass, ToolRunner};
+use pvisor::adapters::codex::{
+    agent::{Codex, CodexTools},
+    parse, rebuild, tools,
+};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -64,7 +67,10 @@ fn codemode_exec_is_refused_before_anything_runs() {
     assert_eq!(call.tool, "exec");
     assert_eq!(a.classify(call), ToolClass::Unknown);
     let ws = tempfile::tempdir().unwrap();
-    let e = a.execute(call, &ctx(ws.path())).unwrap_err().to_string();
+    let e = CodexTools::new(&ctx(ws.path()))
+        .execute(call)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("code mode"), "{e}");
     assert!(
         std::fs::read_dir(ws.path()).unwrap().next().is_none(),
@@ -81,11 +87,12 @@ fn replay_every_boundary_matches_originals() {
         let plan = a.parse(&path, &bytes).unwrap();
         let ws = tempfile::tempdir().unwrap();
         let c = ctx(ws.path());
+        let mut tools = a.tool_runner(&plan, &c, &[]).unwrap();
         let mut obs = BTreeMap::new();
         for b in &plan.batches[..n] {
             for call in &b.calls {
                 assert_ne!(a.classify(call), ToolClass::Unknown);
-                let out = a.execute(call, &c).unwrap();
+                let out = tools.execute(call).unwrap();
                 let orig = call.original.as_ref().unwrap();
                 assert_eq!(
                     a.mask_dynamic(call, &out.observation.text),
@@ -191,6 +198,7 @@ fn tool_texts() {
     let a = Codex::default();
     let ws = tempfile::tempdir().unwrap();
     let c = ctx(ws.path());
+    let runner = std::cell::RefCell::new(CodexTools::new(&c));
     let call = |tool: &str, input: Value| pvisor::adapter::ToolCall {
         call_id: "c".into(),
         tool: tool.into(),
@@ -202,7 +210,14 @@ fn tool_texts() {
         },
     };
     let t = |tool: &str, input: Value| {
-        tools::mask_dynamic(&a.execute(&call(tool, input), &c).unwrap().observation.text)
+        tools::mask_dynamic(
+            &runner
+                .borrow_mut()
+                .execute(&call(tool, input))
+                .unwrap()
+                .observation
+                .text,
+        )
     };
     assert_eq!(
         t(
@@ -235,14 +250,12 @@ fn tool_texts() {
         "x\n"
     );
     // A long-running command keeps its session; write_stdin polls it to the end.
-    let first = a
-        .execute(
-            &call(
-                "exec_command",
-                serde_json::json!({"cmd":"echo start; sleep 1; echo end","yield_time_ms":250}),
-            ),
-            &c,
-        )
+    let first = runner
+        .borrow_mut()
+        .execute(&call(
+            "exec_command",
+            serde_json::json!({"cmd":"echo start; sleep 1; echo end","yield_time_ms":250}),
+        ))
         .unwrap()
         .observation
         .text;
@@ -255,7 +268,7 @@ fn tool_texts() {
         .find_map(|l| l.strip_prefix("Process running with session ID "))
         .unwrap()
         .into();
-    let second = a.execute(&call("write_stdin", serde_json::json!({"session_id": id.parse::<u64>().unwrap(), "chars":"", "yield_time_ms": 5000})), &c).unwrap().observation.text;
+    let second = runner.borrow_mut().execute(&call("write_stdin", serde_json::json!({"session_id": id.parse::<u64>().unwrap(), "chars":"", "yield_time_ms": 5000}))).unwrap().observation.text;
     assert!(
         second.contains("\nProcess exited with code 0\nOriginal token count: "),
         "{second}"
@@ -263,8 +276,9 @@ fn tool_texts() {
     let out = |t: &str| t.split_once("\nOutput:\n").unwrap().1.to_string();
     assert_eq!(out(&first) + &out(&second), "start\nend\n");
     // Unknown tool: refused.
-    assert!(a
-        .execute(&call("frobnicate", serde_json::json!({})), &c)
+    assert!(runner
+        .borrow_mut()
+        .execute(&call("frobnicate", serde_json::json!({})))
         .is_err());
     assert_eq!(
         a.classify(&call("frobnicate", serde_json::json!({}))),

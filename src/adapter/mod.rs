@@ -64,6 +64,42 @@ pub struct Batch {
     pub complete: bool,
 }
 
+/// The adapter's own parse of the native trajectory, carried in the [`Plan`] (opaque to the
+/// engine; never serialized): what the adapter's tools, rebuild and continuation need beyond
+/// the batches, without any global or mutex-held state.
+#[derive(Clone, Default)]
+pub struct Native(Option<std::sync::Arc<dyn std::any::Any + Send + Sync>>);
+
+impl Native {
+    pub fn new<T: std::any::Any + Send + Sync>(value: T) -> Self {
+        Native(Some(std::sync::Arc::new(value)))
+    }
+    pub fn get<T: std::any::Any>(&self) -> Option<&T> {
+        self.0.as_ref().and_then(|a| a.downcast_ref::<T>())
+    }
+    /// A shared handle (for values that outlive the plan borrow, e.g. a tool runner).
+    pub fn arc<T: std::any::Any + Send + Sync>(&self) -> Option<std::sync::Arc<T>> {
+        self.0.clone()?.downcast::<T>().ok()
+    }
+}
+
+impl std::fmt::Debug for Native {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Native(..)"
+        } else {
+            "Native(none)"
+        })
+    }
+}
+
+impl PartialEq for Native {
+    /// The native parse is derived from the same bytes as the rest of the plan.
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
 /// What an adapter extracted from a native trajectory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
@@ -77,6 +113,9 @@ pub struct Plan {
     pub batches: Vec<Batch>,
     /// Number of model replies in the whole trajectory.
     pub model_turns: usize,
+    /// The adapter's parse (see [`Native`]).
+    #[serde(skip)]
+    pub native: Native,
 }
 
 impl Plan {
@@ -182,21 +221,35 @@ pub enum AdapterError {
     Continuation(String),
 }
 
+/// Re-executes the calls of one replay process with an agent's semantics and output format,
+/// keeping the state its tools share across calls (files read, shell cwd, running shells).
+pub trait ToolRunner: Send {
+    /// Called before the calls of a batch execute.
+    fn before_batch(&mut self, _batch: &Batch) {}
+    /// Re-execute one call in the sandbox.
+    fn execute(&mut self, call: &ToolCall) -> Result<ToolOutcome, crate::error::ExecError>;
+}
+
 /// One agent's replay semantics. Every agent adapter implements the same parts: parse,
-/// tools (classify + execute with the agent's own output format), rebuild, continue.
+/// tools (classify + a [`ToolRunner`] with the agent's own output format), rebuild,
+/// continue. State lives in the values it returns (the [`Plan`]'s [`Native`], the runner),
+/// never in the adapter.
 pub trait Adapter: Send + Sync {
     /// The agent name used on the command line (`claude-code`, `codex`, …).
     fn name(&self) -> &'static str;
-    /// Parse a native trajectory into a plan of batches.
+    /// Parse a native trajectory into a plan of batches (its own parse in `plan.native`).
     fn parse(&self, path: &Path, bytes: &[u8]) -> Result<Plan, crate::error::TrajectoryError>;
     /// How a call may be treated (refused, re-run after a crash…).
     fn classify(&self, call: &ToolCall) -> ToolClass;
-    /// Re-execute one call in the sandbox with the agent's semantics and output format.
-    fn execute(
+    /// The runner of this process's calls. `completed` holds the calls the journal says
+    /// completed (in order) and their recorded observations, so that tools keeping state
+    /// across calls can rebuild it after a crash.
+    fn tool_runner(
         &self,
-        call: &ToolCall,
+        plan: &Plan,
         ctx: &ExecContext,
-    ) -> Result<ToolOutcome, crate::error::ExecError>;
+        completed: &[(ToolCall, Observation)],
+    ) -> Result<Box<dyn ToolRunner>, AdapterError>;
     /// The observation text with dynamic fields (wall times, chunk ids…) masked, so that
     /// comparisons report equality of the rest. Identity by default.
     fn mask_dynamic(&self, _call: &ToolCall, text: &str) -> String {
@@ -204,19 +257,6 @@ pub trait Adapter: Send + Sync {
     }
     /// Write the native session the agent will resume, with the given observations.
     fn rebuild(&self, req: &RebuildRequest) -> Result<RebuiltSession, AdapterError>;
-    /// Called once per process before the first tool call is executed, with the calls the
-    /// journal says completed (in order) and their recorded observations, so adapters whose
-    /// tools keep state across calls (files read, shell cwd) can rebuild it after a crash.
-    fn begin_replay(
-        &self,
-        _plan: &Plan,
-        _ctx: &ExecContext,
-        _completed: &[(ToolCall, Observation)],
-    ) -> Result<(), AdapterError> {
-        Ok(())
-    }
-    /// Called before the calls of a batch execute.
-    fn before_batch(&self, _batch: &Batch, _ctx: &ExecContext) {}
     /// The session [`Adapter::rebuild`] writes, for a run resumed after its agent already
     /// continued that session: writes the artifact copy only, never the agent's native file
     /// (it holds the live turns now) nor anything in the workspace.
@@ -240,7 +280,7 @@ pub trait Adapter: Send + Sync {
     /// first live reply in the continued session.
     fn next_actions(
         &self,
-        _source: &Path,
+        _plan: &Plan,
         _after_step: usize,
         _continued: Option<&Path>,
     ) -> (
@@ -254,6 +294,7 @@ pub trait Adapter: Send + Sync {
 /// What a continuation needs.
 #[derive(Debug, Clone)]
 pub struct ContinueRequest<'a> {
+    pub plan: &'a Plan,
     pub entrypoint: &'a Path,
     pub rebuilt: &'a RebuiltSession,
     pub workspace: &'a Path,

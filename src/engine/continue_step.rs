@@ -144,6 +144,7 @@ pub use super::preflight::AgentProbe;
 fn continuation_agent(
     adapter: &dyn Adapter,
     req: &ReplayRequest,
+    plan: &crate::adapter::Plan,
     rebuilt: &RebuiltSession,
     entry: &std::path::Path,
 ) -> Result<Box<dyn crate::continuation::ContinuationAgent>, RunError> {
@@ -155,6 +156,7 @@ fn continuation_agent(
             .unwrap_or("jsonl")
     ));
     Ok(adapter.continuation(&ContinueRequest {
+        plan,
         entrypoint: entry,
         rebuilt,
         workspace: &req.workspace,
@@ -169,13 +171,14 @@ pub fn run(
     rec: &mut Recorder,
     adapter: &dyn Adapter,
     req: &ReplayRequest,
+    plan: &crate::adapter::Plan,
     rebuilt: &RebuiltSession,
     probe: &AgentProbe,
     checkpoints: &mut super::checkpoints::Checkpoints,
 ) -> Result<(), RunError> {
     let version = probe.version.clone();
     let attempt = rec.state.continuations.len() as u64 + 1;
-    let mut agent = continuation_agent(adapter, req, rebuilt, &probe.entry)?;
+    let mut agent = continuation_agent(adapter, req, plan, rebuilt, &probe.entry)?;
     let resumed = if attempt > 1 {
         Some(prepare_resume(
             rec,
@@ -196,7 +199,7 @@ pub fn run(
         // The budget was used up before the crash and every step's tools have results: the
         // agent would only have stopped at its turn limit.
         rec.record(Event::AgentExited(AgentExited { status: AgentStatus::MaxSteps, code: None, signal: None, message: Some("live step budget used before the run was interrupted; the agent was not started again".into()) }))?;
-        return write_continued(rec, adapter, req, rebuilt, &probe.agent);
+        return write_continued(rec, adapter, req, plan, rebuilt, &probe.agent);
     }
     std::fs::create_dir_all(req.state_dir.join("logs")).map_err(|e| {
         RunError::Internal(format!("{}: {e}", req.state_dir.join("logs").display()))
@@ -317,11 +320,12 @@ pub fn write_continued(
     rec: &mut Recorder,
     adapter: &dyn Adapter,
     req: &ReplayRequest,
+    plan: &crate::adapter::Plan,
     rebuilt: &RebuiltSession,
     agent_entry: &crate::adapter::AgentEntry,
 ) -> Result<(), RunError> {
     let entry = super::preflight::agent_executable(req, agent_entry)?;
-    let mut agent = continuation_agent(adapter, req, rebuilt, &entry)?;
+    let mut agent = continuation_agent(adapter, req, plan, rebuilt, &entry)?;
     let c = agent
         .finish()?
         .ok_or_else(|| RunError::Continuation("the agent's continued session is missing".into()))?;

@@ -231,7 +231,7 @@ fn drive(
 ) -> Result<(), RunError> {
     let mut plan: Option<Plan> = None;
     let mut rebuilt: Option<crate::adapter::RebuiltSession> = None;
-    let mut tools_ready = false;
+    let mut tools: Option<Box<dyn crate::adapter::ToolRunner>> = None;
     let mut batch_ready: Option<u64> = None;
     let mut checkpoints = checkpoints::Checkpoints::new(req, rec);
     loop {
@@ -292,25 +292,27 @@ fn drive(
             }
             Step::RunCall(k, i) => {
                 let p = plan.as_ref().unwrap();
-                let ctx = perform::exec_context(req);
-                if !tools_ready {
+                if tools.is_none() {
                     let completed = perform::completed_calls(rec, p)?;
-                    adapter.begin_replay(p, &ctx, &completed)?;
-                    tools_ready = true;
+                    tools =
+                        Some(adapter.tool_runner(p, &perform::exec_context(req), &completed)?);
                 }
+                let runner = tools.as_mut().expect("created above");
                 if batch_ready != Some(k) {
-                    adapter.before_batch(&p.batches[k as usize - 1], &ctx);
+                    runner.before_batch(&p.batches[k as usize - 1]);
                     batch_ready = Some(k);
                 }
                 let call = &p.batches[k as usize - 1].calls[i as usize];
                 if adapter.classify(call) == crate::adapter::ToolClass::Mutating {
                     checkpoints.before(rec, k, i)?;
                 }
-                perform::run_call(rec, adapter, req, p, k, i)?
+                perform::run_call(rec, runner.as_mut(), adapter, p, k, i)?
             }
             Step::Compare(k, i) => perform::compare(rec, adapter, plan.as_ref().unwrap(), k, i)?,
             Step::FinishBatch(k) => perform::finish_batch(rec, req, k)?,
             Step::Rebuild => {
+                // The tools are done: processes they left running (shell sessions) end here.
+                tools = None;
                 let obs = perform::fresh_observations(rec)?;
                 rebuilt = Some(perform::write_session(
                     rec,
@@ -330,14 +332,16 @@ fn drive(
                     Some(p) => p.clone(),
                     None => preflight::probe(req, agent)?,
                 };
-                continue_step::run(rec, adapter, req, &session, &probe, &mut checkpoints)?;
+                let p = plan.as_ref().unwrap();
+                continue_step::run(rec, adapter, req, p, &session, &probe, &mut checkpoints)?;
             }
             Step::WriteContinued => {
                 let session = match rebuilt.take() {
                     Some(s) => s,
                     None => perform::rebuild_again(rec, adapter, req, plan.as_ref().unwrap())?,
                 };
-                continue_step::write_continued(rec, adapter, req, &session, agent)?;
+                let p = plan.as_ref().unwrap();
+                continue_step::write_continued(rec, adapter, req, p, &session, agent)?;
             }
             Step::Finish => {
                 let digest = final_result_digest(&rec.state);

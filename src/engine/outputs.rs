@@ -30,11 +30,14 @@ pub fn write_all(
             .sessions
             .get("continued")
             .map(|w| std::path::PathBuf::from(&w.path));
-        let (orig, live) = a.next_actions(
-            &req.trajectory,
-            req.after_step as usize,
-            continued.as_deref(),
-        );
+        // The source is parsed again here (the run's plan is gone after a failure).
+        let plan = std::fs::read(&req.trajectory)
+            .ok()
+            .and_then(|b| a.parse(&req.trajectory, &b).ok());
+        let (orig, live) = match &plan {
+            Some(plan) => a.next_actions(plan, req.after_step as usize, continued.as_deref()),
+            None => (None, None),
+        };
         let v = crate::compare::next_action::compare(
             orig.as_ref(),
             live.as_ref(),

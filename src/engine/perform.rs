@@ -363,8 +363,8 @@ pub fn rebuild_again(
 
 pub fn run_call(
     rec: &mut Recorder,
+    tools: &mut dyn crate::adapter::ToolRunner,
     adapter: &dyn Adapter,
-    req: &ReplayRequest,
     plan: &Plan,
     k: u64,
     i: u64,
@@ -387,15 +387,12 @@ pub fn run_call(
         })?;
         (o, None, 0, vec![], true)
     } else {
-        let ctx = exec_context(req);
-        let out = adapter
-            .execute(call, &ctx)
-            .map_err(|e| RunError::Executor {
-                batch: k,
-                call: i,
-                tool: call.tool.clone(),
-                source: e,
-            })?;
+        let out = tools.execute(call).map_err(|e| RunError::Executor {
+            batch: k,
+            call: i,
+            tool: call.tool.clone(),
+            source: e,
+        })?;
         (
             out.observation,
             out.exit_code,

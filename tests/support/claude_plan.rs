@@ -116,6 +116,7 @@ pub fn plan_from_session(path: &Path) -> Plan {
         original_cwd: cwd,
         batches,
         model_turns: msg_ids.len(),
+        native: Default::default(),
     }
 }
 

@@ -66,6 +66,7 @@ impl Adapter for Fake {
             session_id: Some("s1".into()),
             original_cwd: None,
             model_turns: batches.len() + 1,
+            native: Default::default(),
             batches,
         })
     }
@@ -77,7 +78,24 @@ impl Adapter for Fake {
             _ => ToolClass::Unknown,
         }
     }
-    fn execute(&self, call: &ToolCall, ctx: &ExecContext) -> Result<ToolOutcome, ExecError> {
+    fn tool_runner(
+        &self,
+        _plan: &Plan,
+        ctx: &ExecContext,
+        _completed: &[(ToolCall, Observation)],
+    ) -> Result<Box<dyn ToolRunner>, AdapterError> {
+        Ok(Box::new(FakeTools(ctx.clone())))
+    }
+    fn rebuild(&self, req: &RebuildRequest) -> Result<RebuiltSession, AdapterError> {
+        rebuild(req)
+    }
+}
+
+struct FakeTools(ExecContext);
+
+impl ToolRunner for FakeTools {
+    fn execute(&mut self, call: &ToolCall) -> Result<ToolOutcome, ExecError> {
+        let ctx = &self.0;
         let p = ctx
             .workspace
             .join(call.input["path"].as_str().unwrap_or("x"));
@@ -112,7 +130,10 @@ impl Adapter for Fake {
             },
         })
     }
-    fn rebuild(&self, req: &RebuildRequest) -> Result<RebuiltSession, AdapterError> {
+}
+
+fn rebuild(req: &RebuildRequest) -> Result<RebuiltSession, AdapterError> {
+    {
         let body = serde_json::to_vec(req.observations).unwrap();
         std::fs::create_dir_all(req.state_dir).unwrap();
         std::fs::write(req.artifact_path, &body).map_err(|e| AdapterError::Io {

@@ -1,8 +1,9 @@
 //! The [`Adapter`] implementation for Claude Code: parse, tools, rebuild and continuation
-//! behind the one interface the engine drives.
+//! behind the one interface the engine drives. State travels in values: the parsed session
+//! in the plan's [`Native`], the tools' shared state in the [`ClaudeTools`] runner.
 
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::Arc;
 
 use super::{continuation::ClaudeContinuation, parse, rebuild, tools};
 use crate::adapter::*;
@@ -10,26 +11,46 @@ use crate::compare::next_action::Action;
 use crate::error::{ExecError, TrajectoryError};
 
 #[derive(Default)]
-pub struct ClaudeCode {
-    /// The parsed session of the run (tools need its settings and its attachments).
-    session: Mutex<Option<parse::ParsedSession>>,
-    /// Index of the next chain record whose attachments are not yet applied.
-    next_record: Mutex<usize>,
+pub struct ClaudeCode;
+
+fn parsed_of(plan: &Plan) -> Result<Arc<parse::ParsedSession>, AdapterError> {
+    plan.native.arc::<parse::ParsedSession>().ok_or_else(|| {
+        AdapterError::Unsupported("the plan does not come from the Claude Code parser".into())
+    })
 }
 
-impl ClaudeCode {
-    fn apply_attachments_before(&self, line: usize, ctx: &ExecContext) {
-        let guard = self.session.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(parsed) = guard.as_ref() else { return };
-        let mut next = self.next_record.lock().unwrap_or_else(|e| e.into_inner());
-        let session = tools::session_for(&ctx.workspace);
+/// Claude's tools for one replay process: one [`tools::ToolSession`] (read-file state,
+/// shell cwd), fed the session's between-turn attachments as the replay reaches them.
+pub struct ClaudeTools {
+    session: tools::ToolSession,
+    parsed: Arc<parse::ParsedSession>,
+    /// Index of the next chain record whose attachments are not yet applied.
+    next_record: usize,
+    ctx: ExecContext,
+}
+
+impl ClaudeTools {
+    /// A runner for `parsed` (settings from the session: cwd, permission mode, version).
+    pub fn new(parsed: Arc<parse::ParsedSession>, ctx: &ExecContext) -> Self {
+        ClaudeTools {
+            session: tools::ToolSession::new(tools::ToolConfig::for_session(&parsed)),
+            parsed,
+            next_record: 0,
+            ctx: ctx.clone(),
+        }
+    }
+
+    /// Apply the attachment records Claude chained before native line `line`.
+    fn apply_attachments_before(&mut self, line: usize) {
+        let parsed = &self.parsed;
         for &i in parsed
             .chain
             .iter()
             .filter(|&&i| parsed.records[i].line < line)
         {
-            if i >= *next && parsed.records[i].kind == "attachment" {
-                session.observe_attachment(&parsed.records[i].value["attachment"], ctx);
+            if i >= self.next_record && parsed.records[i].kind == "attachment" {
+                self.session
+                    .observe_attachment(&parsed.records[i].value["attachment"], &self.ctx);
             }
         }
         if let Some(m) = parsed
@@ -39,8 +60,27 @@ impl ClaudeCode {
             .filter(|&i| parsed.records[i].line < line)
             .max()
         {
-            *next = (*next).max(m + 1);
+            self.next_record = self.next_record.max(m + 1);
         }
+    }
+
+    /// Rebuild the tools' state from a call that completed before a crash.
+    pub fn seed(&mut self, call: &ToolCall, observation: &Observation) {
+        self.apply_attachments_before(call.locator.line);
+        self.session.seed(call, observation, &self.ctx);
+    }
+
+    pub fn session(&self) -> &tools::ToolSession {
+        &self.session
+    }
+}
+
+impl ToolRunner for ClaudeTools {
+    fn before_batch(&mut self, batch: &Batch) {
+        self.apply_attachments_before(batch.locator.line);
+    }
+    fn execute(&mut self, call: &ToolCall) -> Result<ToolOutcome, ExecError> {
+        self.session.execute(call, &self.ctx)
     }
 }
 
@@ -67,14 +107,13 @@ fn action_of(parsed: &parse::ParsedSession, m: &parse::AssistantMessage) -> Acti
     a
 }
 
-fn nth_reply(path: &Path, n: usize) -> Option<Action> {
-    let parsed = parse::parse_file(path).ok()?;
+fn nth_reply(parsed: &parse::ParsedSession, n: usize) -> Option<Action> {
     let m = parsed
         .assistant_messages
         .iter()
         .filter(|m| !m.synthetic)
         .nth(n)?;
-    Some(action_of(&parsed, m))
+    Some(action_of(parsed, m))
 }
 
 impl Adapter for ClaudeCode {
@@ -84,8 +123,8 @@ impl Adapter for ClaudeCode {
 
     fn parse(&self, path: &Path, bytes: &[u8]) -> Result<Plan, TrajectoryError> {
         let parsed = parse::parse_bytes(path, bytes)?;
-        let plan = parsed.plan().clone();
-        *self.session.lock().unwrap_or_else(|e| e.into_inner()) = Some(parsed);
+        let mut plan = parsed.plan().clone();
+        plan.native = Native::new(parsed);
         Ok(plan)
     }
 
@@ -93,8 +132,17 @@ impl Adapter for ClaudeCode {
         tools::classify(&call.tool, &call.input)
     }
 
-    fn execute(&self, call: &ToolCall, ctx: &ExecContext) -> Result<ToolOutcome, ExecError> {
-        tools::execute(call, ctx)
+    fn tool_runner(
+        &self,
+        plan: &Plan,
+        ctx: &ExecContext,
+        completed: &[(ToolCall, Observation)],
+    ) -> Result<Box<dyn ToolRunner>, AdapterError> {
+        let mut t = ClaudeTools::new(parsed_of(plan)?, ctx);
+        for (call, obs) in completed {
+            t.seed(call, obs);
+        }
+        Ok(Box::new(t))
     }
 
     fn rebuild(&self, req: &RebuildRequest) -> Result<RebuiltSession, AdapterError> {
@@ -103,32 +151,6 @@ impl Adapter for ClaudeCode {
 
     fn rebuild_for_resume(&self, req: &RebuildRequest) -> Result<RebuiltSession, AdapterError> {
         rebuild::rebuild_artifact_only(req)
-    }
-
-    fn begin_replay(
-        &self,
-        _plan: &Plan,
-        ctx: &ExecContext,
-        completed: &[(ToolCall, Observation)],
-    ) -> Result<(), AdapterError> {
-        let config = {
-            let guard = self.session.lock().unwrap_or_else(|e| e.into_inner());
-            let parsed = guard.as_ref().ok_or_else(|| {
-                AdapterError::Unsupported("the session must be parsed before tools run".into())
-            })?;
-            tools::ToolConfig::for_session(parsed)
-        };
-        *self.next_record.lock().unwrap_or_else(|e| e.into_inner()) = 0;
-        let session = tools::begin_session(&ctx.workspace, config);
-        for (call, obs) in completed {
-            self.apply_attachments_before(call.locator.line, ctx);
-            session.seed(call, obs, ctx);
-        }
-        Ok(())
-    }
-
-    fn before_batch(&self, batch: &Batch, ctx: &ExecContext) {
-        self.apply_attachments_before(batch.locator.line, ctx);
     }
 
     fn continuation(
@@ -146,13 +168,11 @@ impl Adapter for ClaudeCode {
         // Claude Code 2.1.332 offers Glob and Grep only when allowed explicitly: a session
         // that called them was started with `--allowedTools Glob Grep`, and its tool list
         // (part of every request) must be the same when it continues.
-        let used: Vec<String> = {
-            let guard = self.session.lock().unwrap_or_else(|e| e.into_inner());
-            guard
-                .as_ref()
-                .map(|p| p.calls.iter().map(|c| c.tool.clone()).collect())
-                .unwrap_or_default()
-        };
+        let used: Vec<String> = parsed_of(req.plan)?
+            .calls
+            .iter()
+            .map(|c| c.tool.clone())
+            .collect();
         let extra: Vec<&str> = ["Glob", "Grep"]
             .into_iter()
             .filter(|t| used.iter().any(|u| u == t))
@@ -169,35 +189,21 @@ impl Adapter for ClaudeCode {
 
     fn next_actions(
         &self,
-        source: &Path,
+        plan: &Plan,
         after_step: usize,
         continued: Option<&Path>,
     ) -> (Option<Action>, Option<Action>) {
-        let turns = self
-            .session
-            .lock()
-            .ok()
-            .and_then(|g| {
-                g.as_ref().map(|p| {
-                    p.plan()
-                        .batches
-                        .get(after_step.wrapping_sub(1))
-                        .map(|b| b.model_turn)
-                })
-            })
-            .flatten()
-            .or_else(|| {
-                parse::parse_file(source).ok().and_then(|p| {
-                    p.plan()
-                        .batches
-                        .get(after_step.wrapping_sub(1))
-                        .map(|b| b.model_turn)
-                })
-            });
-        let Some(n) = turns else { return (None, None) };
-        (
-            nth_reply(source, n),
-            continued.and_then(|c| nth_reply(c, n)),
-        )
+        let Some(n) = plan
+            .batches
+            .get(after_step.wrapping_sub(1))
+            .map(|b| b.model_turn)
+        else {
+            return (None, None);
+        };
+        let orig = parsed_of(plan).ok().and_then(|p| nth_reply(&p, n));
+        let cont = continued
+            .and_then(|c| parse::parse_file(c).ok())
+            .and_then(|p| nth_reply(&p, n));
+        (orig, cont)
     }
 }

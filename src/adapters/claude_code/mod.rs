@@ -53,4 +53,4 @@ pub const ENTRY: AgentEntry = AgentEntry {
     docs: "docs/agents/claude-code.md",
     make: || Box::new(agent::ClaudeCode::default()),
 };
-pub use tools::{classify, execute};
+pub use tools::classify;

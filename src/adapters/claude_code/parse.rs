@@ -781,6 +781,7 @@ fn build(path: &Path, records: Vec<Record>) -> Result<ParsedSession, TrajectoryE
         original_cwd: original_cwd.clone(),
         batches,
         model_turns: turns,
+        native: Default::default(),
     };
     Ok(ParsedSession {
         path: path.to_path_buf(),

@@ -1,7 +1,8 @@
-//! The [`Adapter`] implementation for Codex CLI 0.149.0.
+//! The [`Adapter`] implementation for Codex CLI 0.149.0. State travels in values: the
+//! parsed rollout in the plan's [`Native`], running unified exec sessions in the
+//! [`CodexTools`] runner (killed when it is dropped).
 
 use std::path::Path;
-use std::sync::Mutex;
 
 use super::{parse, rebuild, tools};
 use crate::adapter::*;
@@ -10,9 +11,27 @@ use crate::error::{ExecError, TrajectoryError};
 use serde_json::Value;
 
 #[derive(Default)]
-pub struct Codex {
-    parsed: Mutex<Option<parse::ParsedRollout>>,
+pub struct Codex;
+
+/// Codex's tools for one replay process (unified exec sessions live between calls).
+pub struct CodexTools {
     sessions: tools::Sessions,
+    ctx: ExecContext,
+}
+
+impl CodexTools {
+    pub fn new(ctx: &ExecContext) -> Self {
+        CodexTools {
+            sessions: tools::Sessions::default(),
+            ctx: ctx.clone(),
+        }
+    }
+}
+
+impl ToolRunner for CodexTools {
+    fn execute(&mut self, call: &ToolCall) -> Result<ToolOutcome, ExecError> {
+        self.sessions.execute(call, &self.ctx)
+    }
 }
 
 /// One model reply (its items) as an [`Action`].
@@ -61,8 +80,8 @@ impl Adapter for Codex {
 
     fn parse(&self, path: &Path, bytes: &[u8]) -> Result<Plan, TrajectoryError> {
         let parsed = parse::parse_bytes(path, bytes)?;
-        let plan = parsed.plan().clone();
-        *self.parsed.lock().unwrap_or_else(|e| e.into_inner()) = Some(parsed);
+        let mut plan = parsed.plan().clone();
+        plan.native = Native::new(parsed);
         Ok(plan)
     }
 
@@ -73,25 +92,20 @@ impl Adapter for Codex {
         }
     }
 
-    fn execute(&self, call: &ToolCall, ctx: &ExecContext) -> Result<ToolOutcome, ExecError> {
-        self.sessions.execute(call, ctx)
-    }
-
     fn mask_dynamic(&self, _call: &ToolCall, text: &str) -> String {
         tools::mask_dynamic(text)
     }
 
     fn rebuild(&self, req: &RebuildRequest) -> Result<RebuiltSession, AdapterError> {
-        self.sessions.clear();
         rebuild::rebuild(req)
     }
 
-    fn begin_replay(
+    fn tool_runner(
         &self,
         _plan: &Plan,
-        _ctx: &ExecContext,
+        ctx: &ExecContext,
         completed: &[(ToolCall, Observation)],
-    ) -> Result<(), AdapterError> {
+    ) -> Result<Box<dyn ToolRunner>, AdapterError> {
         // A unified exec session still running at a crash cannot be re-attached: refuse
         // resumption when a completed call left one open that a later call uses.
         for (call, obs) in completed {
@@ -107,7 +121,7 @@ impl Adapter for Codex {
                 )));
             }
         }
-        Ok(())
+        Ok(Box::new(CodexTools::new(ctx)))
     }
 
     fn continuation(
@@ -130,18 +144,18 @@ impl Adapter for Codex {
 
     fn next_actions(
         &self,
-        source: &Path,
+        plan: &Plan,
         after_step: usize,
         continued: Option<&Path>,
     ) -> (Option<Action>, Option<Action>) {
-        let Ok(p) = parse::parse_file(source) else {
+        let Some(p) = plan.native.get::<parse::ParsedRollout>() else {
             return (None, None);
         };
         let Some(b) = p.plan().batches.get(after_step.wrapping_sub(1)) else {
             return (None, None);
         };
         let n = b.model_turn; // the next reply is replies[n] (0-based)
-        let orig = p.replies.get(n).map(|r| action_of(&p, r));
+        let orig = p.replies.get(n).map(|r| action_of(p, r));
         let cont = continued
             .and_then(|c| parse::parse_file(c).ok())
             .and_then(|c| c.replies.get(n).map(|r| action_of(&c, r)));

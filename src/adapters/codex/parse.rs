@@ -524,6 +524,7 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<ParsedRollout, Trajector
         original_cwd: cwd.clone(),
         batches,
         model_turns: replies.len(),
+        native: Default::default(),
     };
     Ok(ParsedRollout {
         path: path.to_path_buf(),

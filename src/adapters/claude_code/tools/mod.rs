@@ -46,7 +46,7 @@ use crate::error::ExecError;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Mutex;
 use std::time::Instant;
 
 /// How a tool call may be treated by replay (see [`ToolClass`]).
@@ -706,44 +706,6 @@ fn finish(tool: &str, mut out: Output, cx: &mut Cx<'_>) -> Result<Output, ExecEr
         }
     }
     Ok(out)
-}
-
-fn registry() -> &'static Mutex<HashMap<PathBuf, Arc<ToolSession>>> {
-    static R: OnceLock<Mutex<HashMap<PathBuf, Arc<ToolSession>>>> = OnceLock::new();
-    R.get_or_init(|| Mutex::new(HashMap::new()))
-}
-
-/// The session [`execute`] uses for a workspace (created with default settings).
-pub fn session_for(workspace: &Path) -> Arc<ToolSession> {
-    let mut map = registry().lock().unwrap_or_else(|e| e.into_inner());
-    map.entry(workspace.to_path_buf())
-        .or_insert_with(|| Arc::new(ToolSession::new(ToolConfig::default())))
-        .clone()
-}
-
-/// Start a fresh session for a workspace with the given settings (call before the first
-/// batch of a replay, e.g. with [`ToolConfig::for_session`]).
-pub fn begin_session(workspace: &Path, config: ToolConfig) -> Arc<ToolSession> {
-    let session = Arc::new(ToolSession::new(config));
-    registry()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(workspace.to_path_buf(), session.clone());
-    session
-}
-
-/// Forget a workspace's session.
-pub fn end_session(workspace: &Path) {
-    registry()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(workspace);
-}
-
-/// Re-execute one tool call in the sandbox, with the session state of `ctx.workspace`
-/// (see [`begin_session`]).
-pub fn execute(call: &ToolCall, ctx: &ExecContext) -> Result<ToolOutcome, ExecError> {
-    session_for(&ctx.workspace).execute(call, ctx)
 }
 
 /// The native `tool_result` block Claude Code writes for an observation.
