@@ -325,3 +325,39 @@ mod mutations {
         assert!(e.message.contains("session_meta"), "{e}");
     }
 }
+
+/// Codex's tools run under the process supervisor: a `workdir` outside the workspace is
+/// refused before anything runs, and every command's full output is logged.
+#[test]
+fn workdir_is_confined_and_output_logged() {
+    let ws = tempfile::tempdir().unwrap();
+    let c = ctx(ws.path());
+    let mut t = CodexTools::new(&c);
+    let call = |id: &str, input: Value| pvisor::adapter::ToolCall {
+        call_id: id.into(),
+        tool: "shell".into(),
+        input,
+        original: None,
+        locator: Default::default(),
+    };
+    let outside = tempfile::tempdir().unwrap();
+    let e = t
+        .execute(&call(
+            "c1",
+            serde_json::json!({"command": ["touch", "escaped"], "workdir": outside.path()}),
+        ))
+        .unwrap_err();
+    assert!(e.to_string().contains("outside"), "{e}");
+    assert!(!outside.path().join("escaped").exists(), "nothing ran");
+    let out = t
+        .execute(&call(
+            "c2",
+            serde_json::json!({"command": ["sh", "-c", "echo logged"]}),
+        ))
+        .unwrap();
+    assert!(out.observation.text.contains("logged"));
+    assert_eq!(
+        std::fs::read_to_string(c.log_dir.join("c2.log")).unwrap(),
+        "logged\n"
+    );
+}

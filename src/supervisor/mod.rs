@@ -14,6 +14,9 @@
 //!   cannot be reused between exit and cleanup.
 //!
 //! The engine runs tools one at a time, so the API is synchronous; one call uses no thread.
+//! [`session`] is the same for a command the caller polls while it runs (unified exec).
+
+pub mod session;
 
 use std::ffi::OsString;
 use std::fs::File;

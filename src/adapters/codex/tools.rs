@@ -17,13 +17,12 @@ use crate::adapter::{ExecContext, Observation, ToolCall, ToolClass, ToolOutcome}
 use crate::error::ExecError;
 use serde_json::Value;
 use std::collections::HashMap;
-use std::io::Read;
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use crate::supervisor::session::{Poll, Session};
+use crate::supervisor::CommandSpec;
 
 use super::patch::{self, PatchOutcome};
 
@@ -197,124 +196,43 @@ pub fn format_structured(exit: i32, wall: Duration, content: &str) -> String {
 
 // ---------------------------------------------------------------- unified exec sessions
 
-struct ExecSession {
-    child: Child,
-    pgid: i32,
-    buf: Arc<Mutex<Vec<u8>>>,
-    eof: Arc<Mutex<bool>>,
-    /// Bytes of `buf` already returned to the model.
-    read: usize,
-    started: Instant,
-    exit: Option<i32>,
-}
-
-impl ExecSession {
-    fn poll_exit(&mut self) -> Option<i32> {
-        if self.exit.is_none() {
-            if let Ok(Some(st)) = self.child.try_wait() {
-                use std::os::unix::process::ExitStatusExt;
-                self.exit = Some(st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0)));
-            }
-        }
-        self.exit
-    }
-
-    /// Wait until the process exits (and its output is drained) or `yield_ms` passes.
-    fn wait(&mut self, yield_ms: u64) -> (Option<i32>, String) {
-        let deadline = Instant::now() + Duration::from_millis(yield_ms);
-        loop {
-            if let Some(code) = self.poll_exit() {
-                let drain = Instant::now() + Duration::from_millis(300);
-                while !*self.eof.lock().unwrap() && Instant::now() < drain {
-                    std::thread::sleep(Duration::from_millis(2));
-                }
-                // SAFETY: signalling the process group we created.
-                unsafe { libc::killpg(self.pgid, libc::SIGKILL) };
-                return (Some(code), self.take());
-            }
-            if Instant::now() >= deadline {
-                return (None, self.take());
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        }
-    }
-
-    fn take(&mut self) -> String {
-        let b = self.buf.lock().unwrap();
-        let s = String::from_utf8_lossy(&b[self.read..]).into_owned();
-        self.read = b.len();
-        s
-    }
-}
-
-impl Drop for ExecSession {
-    fn drop(&mut self) {
-        // SAFETY: signalling the process group we created.
-        unsafe { libc::killpg(self.pgid, libc::SIGKILL) };
-        let _ = self.child.wait();
-    }
-}
-
-fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0 as RawFd; 2];
-    // SAFETY: fds is a valid 2-element array; pipe2 fills it on success.
-    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: both fds were just created and are owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
-
-fn spawn_merged(argv: &[String], cwd: &Path, tool: &str) -> Result<ExecSession, ExecError> {
-    let io = |e| ExecError::Io {
+/// Start `argv` in `cwd` under the process supervisor (own group, merged output, the full
+/// output logged under `ctx.log_dir`, bounded in memory, killed at `ctx.timeout`).
+fn spawn_merged(
+    argv: &[String],
+    cwd: &Path,
+    tool: &str,
+    ctx: &ExecContext,
+    call_id: &str,
+) -> Result<Session, ExecError> {
+    let mut spec = CommandSpec::new(&argv[0], cwd);
+    spec.args = argv[1..].iter().map(Into::into).collect();
+    spec.env = EXEC_ENV.iter().map(|(k, v)| (k.into(), v.into())).collect();
+    spec.timeout = Some(ctx.timeout);
+    spec.log_path = Some(ctx.log_dir.join(format!("{}.log", sanitize(call_id))));
+    crate::supervisor::session::spawn(&spec).map_err(|e| ExecError::Io {
         tool: tool.into(),
         source: e,
-    };
-    let (r, w) = pipe().map_err(io)?;
-    let w2 = w.try_clone().map_err(io)?;
-    let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..])
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(w))
-        .stderr(Stdio::from(w2))
-        .process_group(0);
-    for (k, v) in EXEC_ENV {
-        cmd.env(k, v);
-    }
-    let child = cmd.spawn().map_err(io)?;
-    drop(cmd);
-    let buf = Arc::new(Mutex::new(Vec::new()));
-    let eof = Arc::new(Mutex::new(false));
-    let (b2, e2) = (buf.clone(), eof.clone());
-    std::thread::spawn(move || {
-        let mut f = std::fs::File::from(r);
-        let mut chunk = [0u8; 8192];
-        loop {
-            match f.read(&mut chunk) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => b2.lock().unwrap().extend_from_slice(&chunk[..n]),
-            }
-        }
-        *e2.lock().unwrap() = true;
-    });
-    let pgid = child.id() as i32;
-    Ok(ExecSession {
-        child,
-        pgid,
-        buf,
-        eof,
-        read: 0,
-        started: Instant::now(),
-        exit: None,
     })
+}
+
+/// A call id as a file name.
+fn sanitize(id: &str) -> String {
+    id.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 /// Live unified exec sessions of one replay, by the session id the model saw.
 #[derive(Default)]
 pub struct Sessions {
-    live: Mutex<HashMap<String, ExecSession>>,
+    live: Mutex<HashMap<String, Session>>,
 }
 
 fn session_id_in(text: &str) -> Option<String> {
@@ -331,6 +249,8 @@ fn bad(tool: &str, m: impl Into<String>) -> ExecError {
     }
 }
 
+/// The working directory of a call: the workspace, or `workdir` inside it (relative to it,
+/// or absolute); a directory outside the workspace is refused, nothing runs.
 fn resolve_dir(ctx: &ExecContext, workdir: Option<&str>, tool: &str) -> Result<PathBuf, ExecError> {
     match workdir {
         None | Some("") => Ok(ctx.workspace.clone()),
@@ -341,6 +261,7 @@ fn resolve_dir(ctx: &ExecContext, workdir: Option<&str>, tool: &str) -> Result<P
             } else {
                 ctx.workspace.join(p)
             };
+            let p = crate::workspace::confine::confine(&ctx.workspace, &p)?;
             if !p.is_dir() {
                 return Err(bad(
                     tool,
@@ -398,9 +319,11 @@ impl Sessions {
             if login { "-lc" } else { "-c" }.to_string(),
             cmd.to_string(),
         ];
-        let mut s = spawn_merged(&argv, &cwd, t)?;
-        let (exit, out) = s.wait(yield_ms);
-        let wall = s.started.elapsed();
+        let mut s = spawn_merged(&argv, &cwd, t, ctx, &call.call_id)?;
+        let Poll {
+            exit, output: out, ..
+        } = s.wait(Duration::from_millis(yield_ms));
+        let wall = s.started().elapsed();
         let sid = match exit {
             Some(_) => None,
             None => Some(
@@ -472,7 +395,9 @@ impl Sessions {
             });
         }
         let start = Instant::now();
-        let (exit, out) = s.wait(yield_ms);
+        let Poll {
+            exit, output: out, ..
+        } = s.wait(Duration::from_millis(yield_ms));
         let wall = start.elapsed();
         let text = format_unified(
             wall,
@@ -507,14 +432,18 @@ fn run_to_end(
     cwd: &Path,
     timeout_ms: u64,
     tool: &str,
-    original: Option<&Observation>,
+    call: &ToolCall,
+    ctx: &ExecContext,
 ) -> Result<ToolOutcome, ExecError> {
     if argv.is_empty() {
         return Err(bad(tool, "empty command"));
     }
-    let mut s = spawn_merged(argv, cwd, tool)?;
-    let (exit, out) = s.wait(timeout_ms);
-    let wall = s.started.elapsed();
+    let original = call.original.as_ref();
+    let mut s = spawn_merged(argv, cwd, tool, ctx, &call.call_id)?;
+    let Poll {
+        exit, output: out, ..
+    } = s.wait(Duration::from_millis(timeout_ms));
+    let wall = s.started().elapsed();
     let (code, content) = match exit {
         Some(c) => (c, out),
         None => {
@@ -664,7 +593,7 @@ impl Sessions {
             "shell" => {
                 let argv = string_array(a.get("command"), "shell")?;
                 let cwd = resolve_dir(ctx, a.get("workdir").and_then(Value::as_str), "shell")?;
-                run_to_end(&argv, &cwd, timeout(a), "shell", call.original.as_ref())
+                run_to_end(&argv, &cwd, timeout(a), "shell", call, ctx)
             }
             "local_shell" => {
                 let argv = string_array(a.get("command"), "local_shell")?;
@@ -673,13 +602,7 @@ impl Sessions {
                     a.get("working_directory").and_then(Value::as_str),
                     "local_shell",
                 )?;
-                run_to_end(
-                    &argv,
-                    &cwd,
-                    timeout(a),
-                    "local_shell",
-                    call.original.as_ref(),
-                )
+                run_to_end(&argv, &cwd, timeout(a), "local_shell", call, ctx)
             }
             "shell_command" => {
                 let cmd = a
@@ -697,13 +620,7 @@ impl Sessions {
                     if login { "-lc" } else { "-c" }.to_string(),
                     cmd.to_string(),
                 ];
-                run_to_end(
-                    &argv,
-                    &cwd,
-                    timeout(a),
-                    "shell_command",
-                    call.original.as_ref(),
-                )
+                run_to_end(&argv, &cwd, timeout(a), "shell_command", call, ctx)
             }
             "apply_patch" => apply_patch(call, ctx),
             "update_plan" => update_plan(call),

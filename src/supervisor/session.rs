@@ -1,0 +1,248 @@
+//! A long-running command the caller polls (Codex's unified exec: `exec_command` starts it,
+//! `write_stdin` polls it later): the same guarantees as [`super::run`] — own process
+//! group, the whole group killed when the command exits, at its deadline or when the session
+//! is dropped; the merged output goes to a 0600 log file in full and is kept in memory only
+//! up to a bound (the unread part; an overflow keeps its head and tail and says how much was
+//! dropped).
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::CommandSpec;
+
+/// Unread output kept in memory at most (head and tail halves).
+pub const MAX_UNREAD: usize = 8 << 20;
+
+#[derive(Default)]
+struct Buffer {
+    unread: Vec<u8>,
+    /// Bytes dropped from the middle of the unread output since the last read.
+    dropped: u64,
+    eof: bool,
+}
+
+impl Buffer {
+    fn push(&mut self, bytes: &[u8]) {
+        self.unread.extend_from_slice(bytes);
+        if self.unread.len() > MAX_UNREAD {
+            let keep = MAX_UNREAD / 2;
+            let cut = self.unread.len() - MAX_UNREAD;
+            self.unread.drain(keep..keep + cut);
+            self.dropped += cut as u64;
+        }
+    }
+}
+
+pub struct Session {
+    child: Child,
+    pgid: i32,
+    buf: Arc<Mutex<Buffer>>,
+    started: Instant,
+    deadline: Option<Instant>,
+    exit: Option<i32>,
+    timed_out: bool,
+}
+
+/// Start `spec` with stdout and stderr merged into one stream (stdin: `/dev/null`).
+pub fn spawn(spec: &CommandSpec) -> io::Result<Session> {
+    let (r, w) = super::pipe()?;
+    let w2 = w.try_clone()?;
+    let mut cmd = Command::new(&spec.program);
+    cmd.args(&spec.args)
+        .current_dir(&spec.cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(w))
+        .stderr(Stdio::from(w2))
+        .process_group(0);
+    for k in &spec.env_remove {
+        cmd.env_remove(k);
+    }
+    for (k, v) in &spec.env {
+        cmd.env(k, v);
+    }
+    let child = cmd.spawn()?;
+    drop(cmd);
+    let mut log = match &spec.log_path {
+        Some(p) => {
+            if let Some(dir) = p.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            use std::os::unix::fs::OpenOptionsExt;
+            Some(
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(true)
+                    .mode(0o600)
+                    .open(p)?,
+            )
+        }
+        None => None,
+    };
+    let buf = Arc::new(Mutex::new(Buffer::default()));
+    let b2 = buf.clone();
+    std::thread::spawn(move || {
+        let mut f = File::from(r);
+        let mut chunk = [0u8; 8192];
+        loop {
+            match f.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if let Some(l) = log.as_mut() {
+                        let _ = l.write_all(&chunk[..n]);
+                    }
+                    b2.lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(&chunk[..n]);
+                }
+            }
+        }
+        b2.lock().unwrap_or_else(|e| e.into_inner()).eof = true;
+    });
+    let pgid = child.id() as i32;
+    Ok(Session {
+        child,
+        pgid,
+        buf,
+        started: Instant::now(),
+        deadline: spec.timeout.map(|t| Instant::now() + t),
+        exit: None,
+        timed_out: false,
+    })
+}
+
+/// What one poll returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Poll {
+    /// The exit status (the shell convention: code, or 128 + signal) once it exited.
+    pub exit: Option<i32>,
+    /// Output since the previous poll (an overflow's middle replaced by a note).
+    pub output: String,
+    /// The session's deadline passed and its group was killed.
+    pub timed_out: bool,
+}
+
+impl Session {
+    pub fn started(&self) -> Instant {
+        self.started
+    }
+
+    fn poll_exit(&mut self) -> Option<i32> {
+        if self.exit.is_none() {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                use std::os::unix::process::ExitStatusExt;
+                self.exit = Some(st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0)));
+            }
+        }
+        self.exit
+    }
+
+    /// Wait until the command exits (its output drained) or `yield_for` passes; then
+    /// return what it printed since the last poll.
+    pub fn wait(&mut self, yield_for: Duration) -> Poll {
+        let until = Instant::now() + yield_for;
+        loop {
+            if self.deadline.is_some_and(|d| Instant::now() >= d) && self.exit.is_none() {
+                super::killpg(self.pgid, libc::SIGKILL);
+                self.timed_out = true;
+            }
+            if let Some(code) = self.poll_exit() {
+                let drain = Instant::now() + super::DRAIN_GRACE;
+                while !self.buf.lock().unwrap_or_else(|e| e.into_inner()).eof
+                    && Instant::now() < drain
+                {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                // Anything it left running in its group goes with it.
+                super::killpg(self.pgid, libc::SIGKILL);
+                return Poll {
+                    exit: Some(code),
+                    output: self.take(),
+                    timed_out: self.timed_out,
+                };
+            }
+            if Instant::now() >= until {
+                return Poll {
+                    exit: None,
+                    output: self.take(),
+                    timed_out: false,
+                };
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    fn take(&mut self) -> String {
+        let mut b = self.buf.lock().unwrap_or_else(|e| e.into_inner());
+        let bytes = std::mem::take(&mut b.unread);
+        let dropped = std::mem::take(&mut b.dropped);
+        if dropped == 0 {
+            return String::from_utf8_lossy(&bytes).into_owned();
+        }
+        let half = bytes.len() / 2;
+        format!(
+            "{}\n[… {dropped} bytes not kept in memory; the full output is in the log …]\n{}",
+            String::from_utf8_lossy(&bytes[..half]),
+            String::from_utf8_lossy(&bytes[half..])
+        )
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        super::killpg(self.pgid, libc::SIGKILL);
+        let _ = self.child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str, dir: &std::path::Path) -> CommandSpec {
+        CommandSpec::new("/bin/sh", dir).arg("-c").arg(script)
+    }
+
+    #[test]
+    fn polls_until_exit_and_kills_leftovers() {
+        let d = tempfile::tempdir().unwrap();
+        let mut spec = sh("echo a; sleep 0.3; echo b; sleep 100 &", d.path());
+        spec.log_path = Some(d.path().join("log"));
+        let mut s = spawn(&spec).unwrap();
+        let p = s.wait(Duration::from_millis(100));
+        assert_eq!((p.exit, p.output.as_str()), (None, "a\n"));
+        let p = s.wait(Duration::from_secs(5));
+        assert_eq!(p.exit, Some(0));
+        assert_eq!(p.output, "b\n");
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("log")).unwrap(),
+            "a\nb\n"
+        );
+    }
+
+    #[test]
+    fn the_deadline_kills_the_group() {
+        let d = tempfile::tempdir().unwrap();
+        let mut spec = sh("sleep 30", d.path());
+        spec.timeout = Some(Duration::from_millis(200));
+        let mut s = spawn(&spec).unwrap();
+        let t0 = Instant::now();
+        let p = s.wait(Duration::from_secs(10));
+        assert!(p.timed_out && p.exit == Some(128 + libc::SIGKILL), "{p:?}");
+        assert!(t0.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn unread_output_is_bounded() {
+        let mut b = Buffer::default();
+        for _ in 0..(MAX_UNREAD / 1000 + 10) {
+            b.push(&[b'x'; 1000]);
+        }
+        assert!(b.unread.len() <= MAX_UNREAD);
+        assert!(b.dropped > 0);
+    }
+}
