@@ -13,6 +13,7 @@
 //! - [`continuation`]: the agent-neutral continuation runner (bridge + real agent + events).
 //! - [`model`]: the scripted model server the real agent CLIs run against offline.
 //! - [`protocol`]: the model wire protocols (Anthropic Messages, OpenAI Responses, Chat).
+//! - [`outcome`]: the failure taxonomy, exit codes and result/request schemas (stable).
 //! - [`workspace`]: path confinement of file tools to the sandbox workspace.
 //! - [`supervisor`]: process-group supervisor for the commands tools run.
 
@@ -30,6 +31,7 @@ pub mod fold;
 pub mod install;
 pub mod journal;
 pub mod model;
+pub mod outcome;
 pub mod protocol;
 pub mod report;
 pub mod request;

@@ -563,3 +563,49 @@ async fn an_https_upstream_is_spoken_to_over_tls() {
             .is_err()
     );
 }
+
+/// The bridge records how the upstream failed (429 → rate limit, 5xx → server error), so a
+/// failed continuation is categorized from facts, not from the agent's words.
+#[tokio::test]
+async fn upstream_failures_are_recorded_by_kind() {
+    for (status, want) in [
+        (429, bridge::UpstreamFailure::RateLimit),
+        (503, bridge::UpstreamFailure::ServerError),
+    ] {
+        let s = Script::from_json_str(&format!(
+            r#"{{"turns": [{{"text": "one"}}, {{"error": {{"status": {status}, "type": "api_error"}}}}]}}"#
+        ))
+        .unwrap();
+        let up = start(s, ServerOptions::default()).await.unwrap();
+        let (b, rx) = bridge::start(config(&up.base_url(), Protocol::Anthropic))
+            .await
+            .unwrap();
+        let (_events, _t) = bridge::auto_ack(rx);
+        let (st, _) = post(
+            &b.base_url(),
+            "/v1/messages",
+            b.key(),
+            &first_request(CLAUDE_DEFAULT_RESUME_TEXT),
+        )
+        .await;
+        assert_eq!(st.as_u16(), status);
+        assert_eq!(b.stats().upstream_failure, Some(want), "{status}");
+        assert_eq!(b.stats().steps, 0);
+    }
+    // A connection that cannot be made.
+    let (b, rx) = bridge::start(config("http://127.0.0.1:9", Protocol::Anthropic))
+        .await
+        .unwrap();
+    let (_events, _t) = bridge::auto_ack(rx);
+    post(
+        &b.base_url(),
+        "/v1/messages",
+        b.key(),
+        &first_request(CLAUDE_DEFAULT_RESUME_TEXT),
+    )
+    .await;
+    assert_eq!(
+        b.stats().upstream_failure,
+        Some(bridge::UpstreamFailure::Connection)
+    );
+}

@@ -73,7 +73,7 @@ fn an_incomplete_or_missing_boundary_is_a_trajectory_error() {
     let out = env.run(env.fields(4));
     assert_eq!(out.exit_code, 10);
     let f = out.result.failure.unwrap();
-    assert_eq!(f.category, "trajectory_error");
+    assert_eq!(f.category.as_str(), "trajectory_error");
     assert!(
         f.message.contains("t.jsonl:4") && f.message.contains("after_step"),
         "{}",
@@ -147,7 +147,7 @@ fn an_in_doubt_mutating_call_is_restored_and_runs_once() {
     let state = pvisor::fold::fold(&evs).unwrap();
     assert_eq!(
         state.calls[&(2, 0)].in_doubt_decisions,
-        vec!["rerun_restored"]
+        vec![journal_format::event::InDoubtDecision::RerunRestored]
     );
     assert_eq!(state.restores.len(), 1);
     assert_eq!(env.refold(), serde_json::to_value(&out.result).unwrap());
@@ -163,7 +163,7 @@ fn without_checkpoints_an_in_doubt_mutating_call_stops_until_at_least_once_is_ac
     let out = env.resume(false);
     assert_eq!(out.exit_code, 31);
     let f = out.result.failure.clone().unwrap();
-    assert_eq!(f.category, "ambiguous_execution");
+    assert_eq!(f.category.as_str(), "ambiguous_execution");
     assert!(
         f.message.contains("batch 2 call 0") && f.message.contains("c3"),
         "{}",
@@ -221,7 +221,7 @@ fn an_unknown_agent_is_journaled_as_unsupported() {
     let out = env.run(f);
     assert_eq!(out.exit_code, 11);
     assert_eq!(
-        out.result.failure.as_ref().unwrap().category,
+        out.result.failure.as_ref().unwrap().category.as_str(),
         "unsupported_agent"
     );
     assert_eq!(env.refold(), serde_json::to_value(&out.result).unwrap());

@@ -142,12 +142,12 @@ fn a_live_in_doubt_stop_blocks_and_names_the_step() {
             call: 1,
             call_id: "toolu_x".into(),
             tool: "Bash".into(),
-            decision: "stopped".into(),
+            decision: InDoubtDecision::Stopped,
         }),
     );
     let s = fold::fold(&evs).unwrap();
     let r = pvisor::fold::derive(&s);
-    assert_eq!(r.failure.unwrap().category, "ambiguous_execution");
+    assert_eq!(r.failure.unwrap().category.as_str(), "ambiguous_execution");
     // a live step that does not exist cannot be in doubt
     let mut bad = until_continuing();
     push(
@@ -157,7 +157,7 @@ fn a_live_in_doubt_stop_blocks_and_names_the_step() {
             call: 4,
             call_id: "x".into(),
             tool: "Bash".into(),
-            decision: "stopped".into(),
+            decision: InDoubtDecision::Stopped,
         }),
     );
     assert!(fold::fold(&bad).is_err());

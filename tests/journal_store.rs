@@ -74,7 +74,7 @@ fn the_1_2_vector_with_a_restored_call_folds_like_the_uninterrupted_run() {
     assert_eq!(restored.restores.len(), 1);
     assert_eq!(
         restored.calls[&(1, 0)].in_doubt_decisions,
-        vec!["rerun_restored"]
+        vec![journal_format::event::InDoubtDecision::RerunRestored]
     );
     assert_eq!(restored.calls[&(1, 0)].starts, 2);
     let strip = |s: &pvisor::fold::ReplayState| {

@@ -303,7 +303,7 @@ impl Harness {
         let rerun_live: Vec<u64> = evs
             .iter()
             .filter_map(|e| match &e.event {
-                Event::InDoubtResolved(d) if d.batch == 0 && d.decision != "stopped" => {
+                Event::InDoubtResolved(d) if d.batch == 0 && d.decision.allows_rerun() => {
                     Some(d.call)
                 }
                 _ => None,

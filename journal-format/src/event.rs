@@ -41,10 +41,160 @@ pub struct PromptFacts {
     pub sha256: String,
 }
 
+/// How a replayed call may be treated (the adapter's classification).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallClass {
+    /// Only reads the workspace: safe to run again after a crash.
+    ReadOnly,
+    /// Changes the workspace or the world.
+    Mutating,
+    /// Its observation cannot be regenerated (sub-agent, web…).
+    NonRegenerable,
+    /// Not known to the adapter.
+    Unknown,
+}
+
+impl CallClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallClass::ReadOnly => "read_only",
+            CallClass::Mutating => "mutating",
+            CallClass::NonRegenerable => "non_regenerable",
+            CallClass::Unknown => "unknown",
+        }
+    }
+}
+
+/// What was decided about a call (or live step) that started before a crash and has no
+/// recorded outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InDoubtDecision {
+    /// A read-only call runs again.
+    RerunReadOnly,
+    /// (1.2) The workspace was restored to the call's checkpoint; it runs again, once.
+    RerunRestored,
+    /// Runs again under `--accept-at-least-once` (it may have run twice).
+    RerunAccepted,
+    /// Not run again; the run stops (exit 31) until a later resume accepts a re-run.
+    Stopped,
+}
+
+impl InDoubtDecision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InDoubtDecision::RerunReadOnly => "rerun_read_only",
+            InDoubtDecision::RerunRestored => "rerun_restored",
+            InDoubtDecision::RerunAccepted => "rerun_accepted",
+            InDoubtDecision::Stopped => "stopped",
+        }
+    }
+    /// Whether the decision allows the call to run again.
+    pub fn allows_rerun(self) -> bool {
+        self != InDoubtDecision::Stopped
+    }
+}
+
+/// The failure categories of the result protocol (each with a stable exit code, see
+/// `pvisor::outcome`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureCategory {
+    ConfigurationError,
+    TrajectoryError,
+    UnsupportedAgent,
+    UnsupportedVersion,
+    WorkspaceError,
+    ExecutorError,
+    AmbiguousExecution,
+    ContinuationError,
+    ModelRateLimit,
+    ModelInternalError,
+    ModelConnectionError,
+    JournalError,
+    InternalError,
+}
+
+impl FailureCategory {
+    pub const ALL: [FailureCategory; 13] = [
+        FailureCategory::ConfigurationError,
+        FailureCategory::TrajectoryError,
+        FailureCategory::UnsupportedAgent,
+        FailureCategory::UnsupportedVersion,
+        FailureCategory::WorkspaceError,
+        FailureCategory::ExecutorError,
+        FailureCategory::AmbiguousExecution,
+        FailureCategory::ContinuationError,
+        FailureCategory::ModelRateLimit,
+        FailureCategory::ModelInternalError,
+        FailureCategory::ModelConnectionError,
+        FailureCategory::JournalError,
+        FailureCategory::InternalError,
+    ];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureCategory::ConfigurationError => "configuration_error",
+            FailureCategory::TrajectoryError => "trajectory_error",
+            FailureCategory::UnsupportedAgent => "unsupported_agent",
+            FailureCategory::UnsupportedVersion => "unsupported_version",
+            FailureCategory::WorkspaceError => "workspace_error",
+            FailureCategory::ExecutorError => "executor_error",
+            FailureCategory::AmbiguousExecution => "ambiguous_execution",
+            FailureCategory::ContinuationError => "continuation_error",
+            FailureCategory::ModelRateLimit => "model_rate_limit",
+            FailureCategory::ModelInternalError => "model_internal_error",
+            FailureCategory::ModelConnectionError => "model_connection_error",
+            FailureCategory::JournalError => "journal_error",
+            FailureCategory::InternalError => "internal_error",
+        }
+    }
+    /// Failures a later retry of the same request may not meet again.
+    pub fn retryable(self) -> bool {
+        matches!(
+            self,
+            FailureCategory::ModelRateLimit
+                | FailureCategory::ModelInternalError
+                | FailureCategory::ModelConnectionError
+        )
+    }
+}
+
+impl std::fmt::Display for FailureCategory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The model source of a continuation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum UpstreamProtocol {
+    #[default]
+    Anthropic,
+    OpenaiResponses,
+    OpenaiChat,
+    /// pvisor's built-in scripted model (`--model-script`).
+    Scripted,
+    /// The agent's own protocol (no `--model-protocol` given).
+    Native,
+}
+
+impl UpstreamProtocol {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UpstreamProtocol::Anthropic => "anthropic",
+            UpstreamProtocol::OpenaiResponses => "openai-responses",
+            UpstreamProtocol::OpenaiChat => "openai-chat",
+            UpstreamProtocol::Scripted => "scripted",
+            UpstreamProtocol::Native => "native",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct ModelUpstream {
-    /// `anthropic` | `openai-responses` | `openai-chat` | `scripted`.
-    pub protocol: String,
+    pub protocol: UpstreamProtocol,
     #[serde(default)]
     pub base_url: Option<String>,
     #[serde(default)]
@@ -91,8 +241,7 @@ pub struct CallSummary {
     pub tool: String,
     /// `blake3:<hex>` of the canonical JSON arguments.
     pub args_digest: String,
-    /// `read_only` | `mutating` | `non_regenerable` | `unknown`.
-    pub class: String,
+    pub class: CallClass,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -150,7 +299,7 @@ pub struct ToolCallStarted {
     pub call_id: String,
     pub tool: String,
     pub args_digest: String,
-    pub class: String,
+    pub class: CallClass,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -344,10 +493,7 @@ pub struct InDoubtResolved {
     pub call: u64,
     pub call_id: String,
     pub tool: String,
-    /// `rerun_read_only` | `rerun_restored` (1.2: the workspace was restored to the
-    /// checkpoint taken before the call, so the re-run applies it once) | `rerun_accepted`
-    /// | `stopped`.
-    pub decision: String,
+    pub decision: InDoubtDecision,
 }
 
 /// A snapshot of the workspace taken right before a call that changes it runs (format 1.2):
@@ -400,7 +546,7 @@ pub struct RunFinished {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunFailed {
-    pub category: String,
+    pub category: FailureCategory,
     pub message: String,
     pub retryable: bool,
 }

@@ -11,6 +11,26 @@ fn build(kind: u16, s: &[String], n: &[u64], b: &[bool]) -> Event {
     let nu = |i: usize| n[i % n.len()];
     let bo = |i: usize| b[i % b.len()];
     let opt = |i: usize| if bo(i) { Some(st(i)) } else { None };
+    let class = [
+        CallClass::ReadOnly,
+        CallClass::Mutating,
+        CallClass::NonRegenerable,
+        CallClass::Unknown,
+    ][(nu(3) % 4) as usize];
+    let decision = [
+        InDoubtDecision::RerunReadOnly,
+        InDoubtDecision::RerunRestored,
+        InDoubtDecision::RerunAccepted,
+        InDoubtDecision::Stopped,
+    ][(nu(4) % 4) as usize];
+    let category = FailureCategory::ALL[(nu(0) % 13) as usize];
+    let upstream = [
+        UpstreamProtocol::Anthropic,
+        UpstreamProtocol::OpenaiResponses,
+        UpstreamProtocol::OpenaiChat,
+        UpstreamProtocol::Scripted,
+        UpstreamProtocol::Native,
+    ][(nu(1) % 5) as usize];
     let mode = [Mode::PrepareOnly, Mode::ReplayOnly, Mode::Continue][(nu(0) % 3) as usize];
     let status = [
         AgentStatus::NotStarted,
@@ -49,7 +69,7 @@ fn build(kind: u16, s: &[String], n: &[u64], b: &[bool]) -> Event {
             pvisor_version: st(11),
             model: if bo(8) {
                 Some(ModelUpstream {
-                    protocol: st(12),
+                    protocol: upstream,
                     base_url: opt(9),
                     model: opt(10),
                     api_key_env: opt(11),
@@ -75,7 +95,7 @@ fn build(kind: u16, s: &[String], n: &[u64], b: &[bool]) -> Event {
                             call_id: st(j as usize),
                             tool: st(j as usize + 1),
                             args_digest: st(2),
-                            class: st(3),
+                            class,
                         })
                         .collect(),
                     complete: bo(i as usize),
@@ -101,7 +121,7 @@ fn build(kind: u16, s: &[String], n: &[u64], b: &[bool]) -> Event {
             call_id: st(0),
             tool: st(1),
             args_digest: st(2),
-            class: st(3),
+            class,
         }),
         6 => Event::ToolCallFinished(ToolCallFinished {
             batch: nu(0),
@@ -199,7 +219,7 @@ fn build(kind: u16, s: &[String], n: &[u64], b: &[bool]) -> Event {
             call: nu(1),
             call_id: st(0),
             tool: st(1),
-            decision: st(2),
+            decision,
         }),
         17 => Event::Resumed(Resumed {
             from_seq: nu(0),
@@ -209,7 +229,7 @@ fn build(kind: u16, s: &[String], n: &[u64], b: &[bool]) -> Event {
             result_digest: st(0),
         }),
         19 => Event::RunFailed(RunFailed {
-            category: st(0),
+            category,
             message: st(1),
             retryable: bo(0),
         }),

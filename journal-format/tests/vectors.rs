@@ -21,7 +21,7 @@ pub fn complete_events() -> Vec<Event> {
         call_id: id.into(),
         tool: tool.into(),
         args_digest: d(id),
-        class: class.into(),
+        class: serde_json::from_value(serde_json::json!(class)).unwrap(),
     };
     let fin = |b: u64, c: u64, id: &str, text: &str| ToolCallFinished {
         batch: b,
@@ -67,7 +67,7 @@ pub fn complete_events() -> Vec<Event> {
             output_dir: "/out".into(),
             pvisor_version: "0.1.0".into(),
             model: Some(ModelUpstream {
-                protocol: "scripted".into(),
+                protocol: UpstreamProtocol::Scripted,
                 base_url: None,
                 model: None,
                 api_key_env: None,
@@ -129,7 +129,7 @@ pub fn complete_events() -> Vec<Event> {
             call_id: "toolu_a".into(),
             tool: "Bash".into(),
             args_digest: d("toolu_a"),
-            class: "mutating".into(),
+            class: CallClass::Mutating,
         }),
         Event::ToolCallFinished(fin(1, 0, "toolu_a", "a.txt")),
         Event::ObservationCompared(cmp(1, 0, "toolu_a")),
@@ -139,7 +139,7 @@ pub fn complete_events() -> Vec<Event> {
             call_id: "toolu_b".into(),
             tool: "Read".into(),
             args_digest: d("toolu_b"),
-            class: "read_only".into(),
+            class: CallClass::ReadOnly,
         }),
         Event::ToolCallFinished(fin(1, 1, "toolu_b", "1\thi\n")),
         Event::ObservationCompared(cmp(1, 1, "toolu_b")),
@@ -154,7 +154,7 @@ pub fn complete_events() -> Vec<Event> {
             call_id: "toolu_c".into(),
             tool: "Edit".into(),
             args_digest: d("toolu_c"),
-            class: "mutating".into(),
+            class: CallClass::Mutating,
         }),
         Event::ToolCallFinished(fin(
             2,
@@ -313,7 +313,7 @@ pub fn v1_1_events() -> Vec<Event> {
         message: Some("bridge refused".into()),
     }));
     evs.push(Event::RunFailed(RunFailed {
-        category: "continuation_error".into(),
+        category: FailureCategory::ContinuationError,
         message: "bridge refused".into(),
         retryable: false,
     }));
@@ -372,7 +372,7 @@ pub fn v1_2_events() -> Vec<Event> {
         call: 0,
         call_id: "toolu_a".into(),
         tool: "Bash".into(),
-        decision: "rerun_restored".into(),
+        decision: InDoubtDecision::RerunRestored,
     }));
     evs.push(all[5].clone()); // started again
     evs.extend(all[6..21].iter().cloned()); // … first validation of the continuation
@@ -401,7 +401,7 @@ fn vectors() -> Vec<(&'static str, Vec<u8>)> {
         call_id: "toolu_a".into(),
         tool: "Bash".into(),
         args_digest: d("other"),
-        class: "mutating".into(),
+        class: CallClass::Mutating,
     });
     forked.extend(enc.encode(&alt, 1_764_460_805_500).unwrap());
     let mut newer = header();

@@ -125,19 +125,8 @@ impl Plan {
     }
 }
 
-/// How a tool call may be treated by replay and by crash resumption.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolClass {
-    /// Only reads the workspace: safe to run again after a crash.
-    ReadOnly,
-    /// Changes the workspace or the world: re-running it after a crash needs consent.
-    Mutating,
-    /// Its observation cannot be regenerated (sub-agent, web, task list…).
-    NonRegenerable,
-    /// Not known to this adapter: refused before anything runs.
-    Unknown,
-}
+/// How a tool call may be treated by replay and by crash resumption (journaled as is).
+pub use journal_format::event::CallClass as ToolClass;
 
 /// The outcome of re-executing one tool call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

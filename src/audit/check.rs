@@ -37,7 +37,7 @@ pub struct CallReport {
     pub observation_digest: Option<String>,
     pub diff: Option<String>,
     pub starts: u64,
-    pub in_doubt_decisions: Vec<String>,
+    pub in_doubt_decisions: Vec<journal_format::event::InDoubtDecision>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -137,7 +137,14 @@ pub fn render(r: &AuditReport) -> String {
                 if c.in_doubt_decisions.is_empty() {
                     String::new()
                 } else {
-                    format!(" (in doubt: {})", c.in_doubt_decisions.join(", "))
+                    format!(
+                        " (in doubt: {})",
+                        c.in_doubt_decisions
+                            .iter()
+                            .map(|d| d.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
                 }
             );
             if let Some(d) = &c.diff {

@@ -90,6 +90,17 @@ pub struct BridgeConfig {
     pub refused_blobs: Option<std::path::PathBuf>,
 }
 
+/// How the model upstream failed a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpstreamFailure {
+    /// HTTP 429.
+    RateLimit,
+    /// HTTP 5xx.
+    ServerError,
+    /// No connection, a broken one, or no answer in time.
+    Connection,
+}
+
 /// A resumed continuation (see `docs/resume.md`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BridgeResume {
@@ -148,6 +159,9 @@ pub struct BridgeStats {
     /// The first (latching) refusal was a main request beyond the live step budget: the
     /// budget stopped the agent (`agent_status = max_steps`), not a failure.
     pub budget_refused: bool,
+    /// The last way the upstream failed a request, if it did (a failed continuation is then
+    /// a model failure, retryable).
+    pub upstream_failure: Option<UpstreamFailure>,
 }
 
 /// A running bridge.

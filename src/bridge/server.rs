@@ -34,6 +34,7 @@ struct State {
     injected: bool,
     budget_refused: bool,
     unauthenticated: u64,
+    upstream_failure: Option<super::UpstreamFailure>,
 }
 
 pub(super) struct Shared {
@@ -91,6 +92,7 @@ impl Shared {
             failure: s.failure.clone(),
             boundary_prompt_injected: s.injected,
             budget_refused: s.budget_refused,
+            upstream_failure: s.upstream_failure,
         }
     }
 
@@ -533,10 +535,24 @@ async fn send_upstream(
         .body(Full::new(body))
         .map_err(|e| format!("cannot build the upstream request: {e}"))?;
     sh.state.lock().unwrap().upstream += 1;
+    let failed = |f: super::UpstreamFailure| sh.state.lock().unwrap().upstream_failure = Some(f);
     match tokio::time::timeout(sh.cfg.upstream.response_timeout, sh.client.request(req)).await {
-        Ok(Ok(r)) => Ok(r),
-        Ok(Err(e)) => Err(format!("upstream request failed: {e}")),
-        Err(_) => Err("upstream did not answer in time".into()),
+        Ok(Ok(r)) => {
+            if r.status().as_u16() == 429 {
+                failed(super::UpstreamFailure::RateLimit);
+            } else if r.status().is_server_error() {
+                failed(super::UpstreamFailure::ServerError);
+            }
+            Ok(r)
+        }
+        Ok(Err(e)) => {
+            failed(super::UpstreamFailure::Connection);
+            Err(format!("upstream request failed: {e}"))
+        }
+        Err(_) => {
+            failed(super::UpstreamFailure::Connection);
+            Err("upstream did not answer in time".into())
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 
 pub mod agents;
 pub mod error;
-pub mod exit;
+pub use crate::outcome::exit;
 pub mod journal;
 pub mod model;
 pub mod replay;

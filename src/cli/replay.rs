@@ -172,7 +172,7 @@ pub fn run(args: ReplayArgs) -> Result<i32, CliError> {
             Ok(r) => Start::Fresh(r),
             Err(e) => {
                 print(&early_failure(
-                    "configuration_error",
+                    journal_format::event::FailureCategory::ConfigurationError,
                     &e.message,
                     args.run_id.clone(),
                     None,

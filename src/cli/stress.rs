@@ -52,7 +52,7 @@ fn next(s: &ReplayState, started_here: bool) -> Option<Event> {
                         call_id: format!("c{i}"),
                         tool: "Bash".into(),
                         args_digest: d(format!("a{i}")),
-                        class: "mutating".into(),
+                        class: CallClass::Mutating,
                     }],
                     complete: true,
                 })
@@ -93,7 +93,7 @@ fn next(s: &ReplayState, started_here: bool) -> Option<Event> {
                     call_id: format!("c{k}"),
                     tool: "Bash".into(),
                     args_digest: d(format!("a{k}")),
-                    class: "mutating".into(),
+                    class: CallClass::Mutating,
                 }),
                 Some(c) if c.in_doubt() && started_here => {
                     Event::ToolCallFinished(ToolCallFinished {
@@ -116,7 +116,7 @@ fn next(s: &ReplayState, started_here: bool) -> Option<Event> {
                         call: 0,
                         call_id: c.call_id.clone(),
                         tool: c.tool.clone(),
-                        decision: "rerun_accepted".into(),
+                        decision: InDoubtDecision::RerunAccepted,
                     })
                 }
                 Some(c) if c.in_doubt() && c.in_doubt_decisions.len() == c.starts as usize => {
@@ -126,7 +126,7 @@ fn next(s: &ReplayState, started_here: bool) -> Option<Event> {
                         call_id: format!("c{k}"),
                         tool: "Bash".into(),
                         args_digest: d(format!("a{k}")),
-                        class: "mutating".into(),
+                        class: CallClass::Mutating,
                     })
                 }
                 Some(_) => Event::BatchFinished(BatchFinished {

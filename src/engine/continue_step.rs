@@ -73,13 +73,13 @@ fn prepare_resume(
             adapter.classify(&call) == crate::adapter::ToolClass::ReadOnly
         });
         let decision = if read_only {
-            "rerun_read_only"
+            InDoubtDecision::RerunReadOnly
         } else if restored {
-            "rerun_restored"
+            InDoubtDecision::RerunRestored
         } else if req.accept_at_least_once {
-            "rerun_accepted"
+            InDoubtDecision::RerunAccepted
         } else {
-            "stopped"
+            InDoubtDecision::Stopped
         };
         let ids = if st.n == m + 1 {
             inputs
@@ -90,22 +90,22 @@ fn prepare_resume(
         } else {
             String::new()
         };
-        let already = decision == "stopped"
+        let already = decision == InDoubtDecision::Stopped
             && rec
                 .state
                 .live_in_doubt
                 .last()
-                .is_some_and(|d| d.call == st.n && d.decision == "stopped");
+                .is_some_and(|d| d.call == st.n && d.decision == InDoubtDecision::Stopped);
         if !already {
             rec.record(Event::InDoubtResolved(InDoubtResolved {
                 batch: 0,
                 call: st.n,
                 call_id: ids,
                 tool: st.tools.join(","),
-                decision: decision.into(),
+                decision,
             }))?;
         }
-        if decision == "stopped" {
+        if decision == InDoubtDecision::Stopped {
             return Err(RunError::AmbiguousExecution(
                 rec.state.blocked.clone().unwrap_or_default(),
             ));
@@ -293,14 +293,26 @@ pub fn run(
         .map_err(RunError::from)
     })?;
     if outcome.status == AgentStatus::Failed {
-        return Err(RunError::Continuation(outcome.message.unwrap_or_else(
-            || {
-                format!(
-                    "the agent failed (exit code {:?}, signal {:?})",
-                    outcome.exit_code, outcome.signal
-                )
-            },
-        )));
+        let message = outcome.message.clone().unwrap_or_else(|| {
+            format!(
+                "the agent failed (exit code {:?}, signal {:?})",
+                outcome.exit_code, outcome.signal
+            )
+        });
+        // A model failure is what the bridge saw the upstream do, not what the agent said.
+        use super::failure::ModelFailure as M;
+        use crate::bridge::UpstreamFailure as U;
+        let kind = match outcome.bridge.upstream_failure {
+            _ if outcome.bridge.failure.is_some() => None,
+            Some(U::RateLimit) => Some(M::RateLimit),
+            Some(U::ServerError) => Some(M::Internal),
+            Some(U::Connection) => Some(M::Connection),
+            None => None,
+        };
+        return Err(match kind {
+            Some(kind) => RunError::Model { kind, message },
+            None => RunError::Continuation(message),
+        });
     }
     let c = outcome.continued.ok_or_else(|| {
         RunError::Continuation("the agent finished but its continued session is missing".into())

@@ -3,6 +3,7 @@
 use crate::adapter::AdapterError;
 use crate::error::{ExecError, TrajectoryError};
 use crate::journal::JournalError;
+use journal_format::event::FailureCategory;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -30,58 +31,91 @@ pub enum RunError {
     AmbiguousExecution(String),
     #[error("{0}")]
     Continuation(String),
+    /// The model upstream failed (the bridge saw it: status 429 / 5xx, no connection).
+    #[error("{message}")]
+    Model { kind: ModelFailure, message: String },
     #[error("{0}")]
     Journal(#[from] JournalError),
+    /// The journal's events are intact but break the phase machine.
+    #[error("{0}")]
+    JournalOrder(String),
     #[error("{0}")]
     Internal(String),
 }
 
 impl RunError {
-    pub fn category(&self) -> &'static str {
+    pub fn category(&self) -> FailureCategory {
+        use FailureCategory as C;
         match self {
-            RunError::Configuration(_) => "configuration_error",
-            RunError::Trajectory(_) => "trajectory_error",
-            RunError::UnsupportedAgent(_) => "unsupported_agent",
-            RunError::UnsupportedVersion(_) => "unsupported_version",
-            RunError::Workspace(_) => "workspace_error",
+            RunError::Configuration(_) => C::ConfigurationError,
+            RunError::Trajectory(_) => C::TrajectoryError,
+            RunError::UnsupportedAgent(_) => C::UnsupportedAgent,
+            RunError::UnsupportedVersion(_) => C::UnsupportedVersion,
+            RunError::Workspace(_) => C::WorkspaceError,
             RunError::Executor {
                 source: ExecError::OutsideWorkspace { .. },
                 ..
-            } => "workspace_error",
-            RunError::Executor { .. } | RunError::ExecutorRefused(_) => "executor_error",
-            RunError::AmbiguousExecution(_) => "ambiguous_execution",
-            RunError::Continuation(m) => classify_model(m),
-            RunError::Journal(_) => "internal_error",
-            RunError::Internal(_) => "internal_error",
+            } => C::WorkspaceError,
+            RunError::Executor { .. } | RunError::ExecutorRefused(_) => C::ExecutorError,
+            RunError::AmbiguousExecution(_) => C::AmbiguousExecution,
+            RunError::Continuation(_) => C::ContinuationError,
+            RunError::Model { kind, .. } => kind.category(),
+            RunError::Journal(_) | RunError::JournalOrder(_) => C::JournalError,
+            RunError::Internal(_) => C::InternalError,
         }
     }
     pub fn retryable(&self) -> bool {
-        matches!(
-            self.category(),
-            "model_rate_limit" | "model_internal_error" | "model_connection_error"
-        )
+        self.category().retryable()
+    }
+    /// The documented exit code: the category's, or for a journal problem the code of what
+    /// is wrong with the journal.
+    pub fn exit_code(&self) -> i32 {
+        use crate::journal::JournalError as J;
+        use crate::outcome::exit;
+        match self {
+            RunError::Journal(j) => match j {
+                J::Locked { .. } => exit::JOURNAL_LOCKED,
+                J::TooNew { .. } | J::NotWritable { .. } => exit::JOURNAL_TOO_NEW,
+                J::Damaged {
+                    source: journal_format::ScanError::Forked { .. },
+                    ..
+                } => exit::JOURNAL_FORKED,
+                J::Damaged { .. } | J::Decode { .. } => exit::JOURNAL_CORRUPT,
+                J::NotFound { .. } => exit::CONFIGURATION,
+                _ => exit::INTERNAL,
+            },
+            RunError::JournalOrder(_) => exit::JOURNAL_ILLEGAL_ORDER,
+            e => exit::for_category(e.category()),
+        }
+    }
+    /// The one-line hint for this failure.
+    pub fn hint(&self) -> String {
+        use crate::journal::JournalError as J;
+        match self {
+            RunError::Journal(J::Locked { .. }) => "another pvisor holds this run's journal (its pid is in the message): wait for it to finish or stop it; the lock is released when its process exits".into(),
+            RunError::Journal(J::TooNew { .. } | J::NotWritable { .. }) => "use the pvisor version that wrote this journal, or a newer one".into(),
+            RunError::Journal(J::NotFound { .. }) => "pass the journal file (journal.pvj) or the run's state directory".into(),
+            RunError::JournalOrder(_) => "the journal's events are intact but out of order for the phase machine: `pvisor journal verify` names the sequence number; keep the file and start a new run".into(),
+            e => crate::outcome::hint(e.category()).into(),
+        }
     }
 }
 
-/// Model failures are told apart by what the agent printed.
-fn classify_model(m: &str) -> &'static str {
-    let l = m.to_ascii_lowercase();
-    if l.contains("rate limit") || l.contains("too many requests") || l.contains("status 429") {
-        "model_rate_limit"
-    } else if l.contains("internal server error")
-        || l.contains("status 500")
-        || l.contains("status 502")
-        || l.contains("status 503")
-    {
-        "model_internal_error"
-    } else if l.contains("connection refused")
-        || l.contains("connection reset")
-        || l.contains("timed out")
-        || l.contains("could not resolve host")
-    {
-        "model_connection_error"
-    } else {
-        "continuation_error"
+/// What a model upstream did wrong (from the bridge's facts, not from the agent's words).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelFailure {
+    RateLimit,
+    Internal,
+    Connection,
+}
+
+impl ModelFailure {
+    pub fn category(self) -> FailureCategory {
+        match self {
+            ModelFailure::RateLimit => FailureCategory::ModelRateLimit,
+            ModelFailure::Internal => FailureCategory::ModelInternalError,
+            ModelFailure::Connection => FailureCategory::ModelConnectionError,
+        }
     }
 }
 

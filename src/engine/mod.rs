@@ -53,24 +53,10 @@ fn early(e: &RunError, req: Option<&ReplayRequest>) -> Outcome {
         req.map(|r| r.output_dir.display().to_string()),
     );
     Outcome {
-        exit_code: crate::cli::exit::for_category(e.category()),
-        hint: hint_for(e),
+        exit_code: e.exit_code(),
+        hint: Some(e.hint()),
         result: r,
     }
-}
-
-pub fn hint_for(e: &RunError) -> Option<String> {
-    Some(match e {
-        RunError::Configuration(_) => "see `pvisor replay --help` and docs/cli.md".into(),
-        RunError::Trajectory(_) => "check the trajectory file at the line named; pvisor never guesses past a damaged record".into(),
-        RunError::UnsupportedAgent(_) | RunError::UnsupportedVersion(_) => "docs/agents/ lists the supported agents and versions".into(),
-        RunError::Workspace(_) => "run inside the fresh sandbox, with the workspace at the same path as the original run".into(),
-        RunError::ExecutorRefused(_) => "unknown and non-regenerable tools are refused before anything runs".into(),
-        RunError::AmbiguousExecution(_) => "inspect the workspace; resume with --accept-at-least-once to re-run the call, or start a new run in a fresh sandbox".into(),
-        RunError::Journal(_) => "`pvisor journal verify` on the state directory says what is wrong".into(),
-        RunError::Continuation(_) => "`pvisor journal audit` on the run's state directory shows every refused model request with its first difference and the kept request (secrets redacted)".into(),
-        _ => return None,
-    })
 }
 
 /// Run to the end (or the first failure) and materialize the outputs, with the adapters of
@@ -84,7 +70,7 @@ pub fn run(start: Start, registry: &Registry) -> Outcome {
         Ok(s) => s,
         Err(e) => {
             return early(
-                &RunError::Internal(format!("journal {}: {e}", journal.path().display())),
+                &RunError::JournalOrder(format!("journal {}: {e}", journal.path().display())),
                 Some(&req),
             )
         }
@@ -190,6 +176,13 @@ fn open(
                 resolve_path(&path).map_err(|e| (RunError::Configuration(e.to_string()), None))?;
             let dir = file.parent().map(PathBuf::from).unwrap_or_default();
             let (j, events, _) = Journal::open_dir(&dir).map_err(|e| (RunError::from(e), None))?;
+            // Intact records in an order the phase machine refuses: said before anything else.
+            if let Err(e) = fold::fold(&events) {
+                return Err((
+                    RunError::JournalOrder(format!("journal {}: {e}", j.path().display())),
+                    None,
+                ));
+            }
             let requested = events.iter().find_map(|e| match &e.event {
                 Event::RunRequested(r) => Some(r.clone()),
                 _ => None,
@@ -260,31 +253,27 @@ fn drive(
             }
             Step::ResolveInDoubt(k, i) => {
                 let c = rec.state.calls[&(k, i)].clone();
-                let read_only = c.class == "read_only";
-                let decision = if read_only {
-                    "rerun_read_only"
+                let decision = if c.class == crate::adapter::ToolClass::ReadOnly {
+                    InDoubtDecision::RerunReadOnly
                 } else if checkpoints.restore(rec, k, i)? {
-                    "rerun_restored"
+                    InDoubtDecision::RerunRestored
                 } else if req.accept_at_least_once {
-                    "rerun_accepted"
+                    InDoubtDecision::RerunAccepted
                 } else {
-                    "stopped"
+                    InDoubtDecision::Stopped
                 };
-                let already_stopped = c
-                    .in_doubt_decisions
-                    .last()
-                    .map(|d| d == "stopped")
-                    .unwrap_or(false);
-                if !(decision == "stopped" && already_stopped) {
+                let already_stopped =
+                    c.in_doubt_decisions.last() == Some(&InDoubtDecision::Stopped);
+                if !(decision == InDoubtDecision::Stopped && already_stopped) {
                     rec.record(Event::InDoubtResolved(InDoubtResolved {
                         batch: k,
                         call: i,
                         call_id: c.call_id.clone(),
                         tool: c.tool.clone(),
-                        decision: decision.into(),
+                        decision,
                     }))?;
                 }
-                if decision == "stopped" {
+                if decision == InDoubtDecision::Stopped {
                     return Err(RunError::AmbiguousExecution(
                         rec.state.blocked.clone().unwrap_or_default(),
                     ));
@@ -386,7 +375,7 @@ fn finish_failed(
     req: &ReplayRequest,
     e: RunError,
 ) -> Outcome {
-    let hint = hint_for(&e);
+    let hint = Some(e.hint());
     let journaled = match &e {
         // An in-doubt stop is journaled as a decision, and the run stays resumable.
         RunError::AmbiguousExecution(_) => true,
@@ -394,7 +383,7 @@ fn finish_failed(
         RunError::Journal(_) => false,
         _ => rec
             .record(Event::RunFailed(RunFailed {
-                category: e.category().into(),
+                category: e.category(),
                 message: e.to_string(),
                 retryable: e.retryable(),
             }))
@@ -421,7 +410,7 @@ fn conclude(
     let code = res
         .failure
         .as_ref()
-        .map(|f| crate::cli::exit::for_category(&f.category))
+        .map(|f| crate::outcome::exit::for_category(f.category))
         .unwrap_or(0);
     Outcome {
         result: res,

@@ -14,15 +14,6 @@ use crate::adapter::{Adapter, ExecContext, Observation, Plan, RebuildRequest, To
 use crate::digest;
 use crate::request::ReplayRequest;
 
-pub fn class_name(c: ToolClass) -> &'static str {
-    match c {
-        ToolClass::ReadOnly => "read_only",
-        ToolClass::Mutating => "mutating",
-        ToolClass::NonRegenerable => "non_regenerable",
-        ToolClass::Unknown => "unknown",
-    }
-}
-
 pub fn request_event(req: &ReplayRequest, agent_version: Option<String>) -> Event {
     let canonical = req.canonical_json();
     Event::RunRequested(RunRequested {
@@ -88,7 +79,7 @@ pub fn parse(
                     call_id: c.call_id.clone(),
                     tool: c.tool.clone(),
                     args_digest: digest::json_digest(&c.input),
-                    class: class_name(adapter.classify(c)).into(),
+                    class: adapter.classify(c),
                 })
                 .collect(),
             complete: b.complete,
@@ -377,7 +368,7 @@ pub fn run_call(
         call_id: call.call_id.clone(),
         tool: call.tool.clone(),
         args_digest: digest::json_digest(&call.input),
-        class: class_name(class).into(),
+        class,
     }))?;
     let (obs, exit_code, duration_ms, touched, stale) = if class == ToolClass::NonRegenerable {
         let o = call.original.clone().ok_or_else(|| {
@@ -578,7 +569,7 @@ pub fn check_workspace(
     if state.calls.values().any(|c| {
         c.batch > k
             && c.finished.as_ref().is_some_and(|f| f.touched.is_empty())
-            && c.class != "read_only"
+            && c.class != ToolClass::ReadOnly
     }) {
         return Ok(());
     }

@@ -170,7 +170,7 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
             entry.call = c.call;
             entry.call_id = c.call_id.clone();
             entry.tool = c.tool.clone();
-            entry.class = c.class.clone();
+            entry.class = c.class;
             entry.args_digest = c.args_digest.clone();
             entry.starts += 1;
             s.blocked = None;
@@ -201,8 +201,8 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
                     format!("call {} of batch {k} is not in doubt", d.call),
                 ));
             }
-            entry.in_doubt_decisions.push(d.decision.clone());
-            s.blocked = (d.decision == "stopped").then(|| format!("batch {k} call {} ({}, {}) started before the crash and has no recorded outcome; it changes the workspace, so re-running it could apply it twice", d.call, d.tool, d.call_id));
+            entry.in_doubt_decisions.push(d.decision);
+            s.blocked = (d.decision == InDoubtDecision::Stopped).then(|| format!("batch {k} call {} ({}, {}) started before the crash and has no recorded outcome; it changes the workspace, so re-running it could apply it twice", d.call, d.tool, d.call_id));
         }
         (Phase::Replaying(k), Event::ToolCallFinished(f)) => {
             let entry = s.calls.get_mut(&call_key(k, f.call));
@@ -332,7 +332,7 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
                 ));
             }
             s.live_in_doubt.push(d.clone());
-            s.blocked = (d.decision == "stopped").then(|| format!("live step {} ({}: {}) was interrupted while its tool calls ran; they change the workspace, so asking the model again could apply them twice", d.call, d.tool, d.call_id));
+            s.blocked = (d.decision == InDoubtDecision::Stopped).then(|| format!("live step {} ({}: {}) was interrupted while its tool calls ran; they change the workspace, so asking the model again could apply them twice", d.call, d.tool, d.call_id));
         }
         (Phase::Continuing, Event::BridgeRequestValidated(v)) => {
             if v.side {
@@ -439,7 +439,7 @@ impl Default for CallState {
             call: 0,
             call_id: String::new(),
             tool: String::new(),
-            class: String::new(),
+            class: CallClass::Unknown,
             args_digest: String::new(),
             starts: 0,
             finished: None,

@@ -1,7 +1,7 @@
 //! The `sandbox-playback.result/v3` object, derived from the folded state and nothing else.
 //! The schema is documented in `docs/result-protocol.md`.
 
-use journal_format::event::{AgentStatus, Mode};
+use journal_format::event::{AgentStatus, FailureCategory, Mode};
 use serde::{Deserialize, Serialize};
 
 use super::state::{Phase, ReplayState};
@@ -25,7 +25,7 @@ pub struct Artifact {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Failure {
-    pub category: String,
+    pub category: FailureCategory,
     pub message: String,
 }
 
@@ -72,7 +72,7 @@ fn status_name(s: AgentStatus) -> &'static str {
 
 /// An early failure: nothing could be journaled (bad flags, unreadable state dir…).
 pub fn early_failure(
-    category: &str,
+    category: FailureCategory,
     message: &str,
     run_id: Option<String>,
     state_dir: Option<String>,
@@ -93,7 +93,7 @@ pub fn early_failure(
         output_dir,
         artifacts: vec![],
         failure: Some(Failure {
-            category: category.into(),
+            category,
             message: message.into(),
         }),
         retryable: false,
@@ -109,7 +109,7 @@ pub fn derive(s: &ReplayState) -> ReplayResult {
         .as_ref()
         .filter(|_| !s.phase.is_terminal())
         .map(|m| Failure {
-            category: "ambiguous_execution".into(),
+            category: FailureCategory::AmbiguousExecution,
             message: m.clone(),
         });
     let failed = s.failure.is_some() || blocked.is_some();
@@ -293,7 +293,7 @@ pub fn derive(s: &ReplayState) -> ReplayResult {
             .failure
             .as_ref()
             .map(|f| Failure {
-                category: f.category.clone(),
+                category: f.category,
                 message: f.message.clone(),
             })
             .or(blocked),

@@ -50,13 +50,13 @@ pub struct CallState {
     pub call: u64,
     pub call_id: String,
     pub tool: String,
-    pub class: String,
+    pub class: CallClass,
     pub args_digest: String,
     /// Times a `tool_call_started` was recorded (>1 after an in-doubt re-run).
     pub starts: u64,
     pub finished: Option<ToolCallFinished>,
     pub compared: Option<ObservationCompared>,
-    pub in_doubt_decisions: Vec<String>,
+    pub in_doubt_decisions: Vec<InDoubtDecision>,
 }
 
 impl CallState {
@@ -64,7 +64,7 @@ impl CallState {
     pub fn accepted_decisions(&self) -> usize {
         self.in_doubt_decisions
             .iter()
-            .filter(|d| *d != "stopped")
+            .filter(|d| d.allows_rerun())
             .count()
     }
     /// Started without a recorded outcome.

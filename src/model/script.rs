@@ -93,12 +93,36 @@ pub struct SideRule {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Turn {
+    /// Answer this turn with an HTTP error instead of a reply (to exercise an agent's and
+    /// pvisor's handling of model failures).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ScriptedError>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCallSpec>,
+}
+
+/// A scripted HTTP error: the status and an error body in the request's protocol.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedError {
+    pub status: u16,
+    /// The error type (`invalid_request_error`, `rate_limit_error`, `api_error`…).
+    #[serde(default = "default_error_type", rename = "type")]
+    pub kind: String,
+    #[serde(default = "default_error_message")]
+    pub message: String,
+}
+
+fn default_error_type() -> String {
+    "invalid_request_error".into()
+}
+
+fn default_error_message() -> String {
+    "scripted error".into()
 }
 
 /// One scripted tool call.

@@ -575,6 +575,23 @@ fn model_request(
             _ => ids::openai_call_tag(&reply.tag, i),
         })
         .collect();
+    if let Some(e) = &reply.turn.error {
+        let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_REQUEST);
+        return Outcome {
+            response: json_response(
+                status,
+                &protocol.error_body(&e.kind, &e.message),
+                request_id,
+            ),
+            kind,
+            protocol: Some(protocol),
+            stream,
+            turn: index,
+            exhausted,
+            answer: Some(reply.turn),
+            tool_call_ids: vec![],
+        };
+    }
     let response = match (protocol, stream) {
         (Protocol::Anthropic, true) => sse_response(anthropic::events(&reply), request_id),
         (Protocol::Anthropic, false) => {

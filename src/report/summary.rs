@@ -117,7 +117,10 @@ pub fn summary(e: &Event) -> String {
         ),
         Event::InDoubtResolved(d) => format!(
             "batch {} call {} {} → {}",
-            d.batch, d.call, d.tool, d.decision
+            d.batch,
+            d.call,
+            d.tool,
+            d.decision.as_str()
         ),
         Event::Resumed(r) => format!("resumed after seq {}", r.from_seq),
         Event::WorkspaceCheckpointed(c) => format!(

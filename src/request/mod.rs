@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use journal_format::event::{Mode, ModelUpstream, PromptFacts};
+use journal_format::event::{Mode, ModelUpstream, PromptFacts, UpstreamProtocol};
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
@@ -343,13 +343,12 @@ impl ReplayRequest {
             .and_then(|p| std::fs::read(p).ok())
             .map(|b| format!("blake3:{}", blake3::hash(&b).to_hex()));
         ModelUpstream {
-            protocol: if self.model.script.is_some() {
-                "scripted".into()
-            } else {
-                self.model
-                    .protocol
-                    .map(|p| p.name().to_string())
-                    .unwrap_or_else(|| "native".into())
+            protocol: match (&self.model.script, self.model.protocol) {
+                (Some(_), _) => UpstreamProtocol::Scripted,
+                (None, Some(Protocol::Anthropic)) => UpstreamProtocol::Anthropic,
+                (None, Some(Protocol::OpenaiResponses)) => UpstreamProtocol::OpenaiResponses,
+                (None, Some(Protocol::OpenaiChat)) => UpstreamProtocol::OpenaiChat,
+                (None, None) => UpstreamProtocol::Native,
             },
             base_url: self.model.base_url.clone(),
             model: self.model.model.clone(),

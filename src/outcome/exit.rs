@@ -1,5 +1,7 @@
 //! Exit codes: stable, documented in `docs/cli.md`. Replay failure categories keep the codes
-//! of the result protocol; journal commands have their own range.
+//! of the result protocol; journal problems have their own range.
+
+use journal_format::event::FailureCategory;
 
 pub const OK: i32 = 0;
 /// Bad flags or configuration (also clap usage errors).
@@ -27,20 +29,41 @@ pub const JOURNAL_ILLEGAL_ORDER: i32 = 65;
 /// `journal audit`: at least one check failed.
 pub const AUDIT_FAILED: i32 = 66;
 
-/// The exit code of a replay failure category.
-pub fn for_category(category: &str) -> i32 {
+/// The exit code of a replay failure category (a journal error's exact code depends on
+/// what is wrong with the journal: [`crate::engine::RunError::exit_code`]).
+pub fn for_category(category: FailureCategory) -> i32 {
+    use FailureCategory::*;
     match category {
-        "configuration_error" => CONFIGURATION,
-        "trajectory_error" => TRAJECTORY,
-        "unsupported_agent" | "unsupported_version" => UNSUPPORTED,
-        "workspace_error" => WORKSPACE,
-        "executor_error" => EXECUTOR,
-        "ambiguous_execution" => AMBIGUOUS_EXECUTION,
-        "continuation_error"
-        | "model_rate_limit"
-        | "model_internal_error"
-        | "model_connection_error" => CONTINUATION,
-        "journal_error" => JOURNAL_CORRUPT,
-        _ => INTERNAL,
+        ConfigurationError => CONFIGURATION,
+        TrajectoryError => TRAJECTORY,
+        UnsupportedAgent | UnsupportedVersion => UNSUPPORTED,
+        WorkspaceError => WORKSPACE,
+        ExecutorError => EXECUTOR,
+        AmbiguousExecution => AMBIGUOUS_EXECUTION,
+        ContinuationError | ModelRateLimit | ModelInternalError | ModelConnectionError => {
+            CONTINUATION
+        }
+        JournalError => JOURNAL_CORRUPT,
+        InternalError => INTERNAL,
     }
 }
+
+/// Every documented code (docs/cli.md).
+pub const ALL: &[i32] = &[
+    OK,
+    CONFIGURATION,
+    TRAJECTORY,
+    UNSUPPORTED,
+    WORKSPACE,
+    EXECUTOR,
+    AMBIGUOUS_EXECUTION,
+    CONTINUATION,
+    INTERNAL,
+    JOURNAL_TORN_TAIL,
+    JOURNAL_CORRUPT,
+    JOURNAL_FORKED,
+    JOURNAL_TOO_NEW,
+    JOURNAL_LOCKED,
+    JOURNAL_ILLEGAL_ORDER,
+    AUDIT_FAILED,
+];
