@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 
 use fs2::FileExt;
 
-use crate::adapter::registry::{AgentEntry, Package};
+use crate::kit::registry::{AgentEntry, Package};
 
 /// The install root.
 pub fn agents_root() -> PathBuf {
@@ -62,7 +62,7 @@ fn reports(exe: &Path, version: &str) -> bool {
 /// Install `version` of `agent` under `root` (unless it is there) and return its entrypoint.
 /// Progress goes to stderr.
 pub fn install(root: &Path, agent: &AgentEntry, version: &str) -> Result<PathBuf, String> {
-    if crate::adapter::registry::numbers(version).is_none() {
+    if crate::kit::registry::numbers(version).is_none() {
         return Err(format!("`{version}` is not a version number"));
     }
     let pfx = prefix(root, agent, version);
@@ -171,15 +171,13 @@ fn pip_install(prefix: &Path, package: &str, version: &str, python: &str) -> Res
 /// A Python interpreter of at least `min` (`3.12`): `$PVISOR_PYTHON`, else `python3.N` for
 /// N from 13 down, else `python3`.
 fn python_at_least(min: &str) -> Option<PathBuf> {
-    let want = crate::adapter::registry::numbers(min)?;
+    let want = crate::kit::registry::numbers(min)?;
     let ok = |exe: &Path| {
         Command::new(exe)
             .args(["-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
             .output()
             .ok()
-            .and_then(|o| {
-                crate::adapter::registry::numbers(String::from_utf8_lossy(&o.stdout).trim())
-            })
+            .and_then(|o| crate::kit::registry::numbers(String::from_utf8_lossy(&o.stdout).trim()))
             .is_some_and(|v| v >= want)
     };
     let mut candidates: Vec<PathBuf> = std::env::var_os("PVISOR_PYTHON")

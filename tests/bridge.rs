@@ -11,8 +11,8 @@ use pvisor::adapters::claude_code::request_rules::{
     ClaudeRequestRules, DEFAULT_RESUME_TEXT as CLAUDE_DEFAULT_RESUME_TEXT,
 };
 use pvisor::bridge::{self, BridgeConfig, Upstream};
-use pvisor::model::{start, RequestKind, Script, ServerOptions};
 use pvisor::protocol::Protocol;
+use pvisor::scripted::{start, RequestKind, Script, ServerOptions};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;

@@ -3,8 +3,8 @@
 //! re-execute every batch in a workspace recreated at the original path, with the
 //! original files and mtimes, and compare each observation byte for byte.
 
-use pvisor::adapter::ExecContext;
 use pvisor::adapters::claude_code::{self, tools};
+use pvisor::kit::ExecContext;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -2,8 +2,8 @@
 //! every batch in a fresh workspace at the original path, and compare the regenerated
 //! observations with the originals byte for byte.
 
-use pvisor::adapter::{ExecContext, ToolClass};
 use pvisor::adapters::claude_code::{self, tools};
+use pvisor::kit::{ExecContext, ToolClass};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -1,9 +1,9 @@
 //! Edge cases of the re-executed Claude Code tools. Expected texts are those of the
 //! Claude Code 2.1.332 bundle (module and function cited per test).
 
-use pvisor::adapter::{ExecContext, Observation, ToolCall, ToolOutcome};
 use pvisor::adapters::claude_code::tools::{ReadGuard, ToolConfig, ToolSession};
 use pvisor::error::ExecError;
+use pvisor::kit::{ExecContext, Observation, ToolCall, ToolOutcome};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -54,7 +54,7 @@ fn call(tool: &str, input: Value) -> ToolCall {
         tool: tool.into(),
         input,
         original: None,
-        locator: pvisor::adapter::Locator {
+        locator: pvisor::kit::Locator {
             line: 0,
             native_id: None,
         },

@@ -5,10 +5,10 @@
 mod claude_plan;
 
 use claude_plan::*;
-use pvisor::adapter::{Observation, RebuildRequest};
 use pvisor::adapters::claude_code::rebuild::{
     escaped_project_dir, rebuild, rebuild_lines, render_messages, ClaudeHome,
 };
+use pvisor::kit::{Observation, RebuildRequest};
 use pvisor::protocol::anthropic::canonical_message as canonical_anthropic_message;
 use serde_json::Value;
 use std::path::{Path, PathBuf};

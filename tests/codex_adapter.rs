@@ -3,11 +3,11 @@
 //! originals except the declared dynamic fields), rebuild (prefix = the input items of the
 //! original request N+1), refusals, and mutated rollouts (trajectory error, never a panic).
 
-use pvisor::adapter::{Adapter, ExecContext, Observation, RebuildRequest, ToolClass, ToolRunner};
 use pvisor::adapters::codex::{
     agent::{Codex, CodexTools},
     parse, rebuild, tools,
 };
+use pvisor::kit::{Adapter, ExecContext, Observation, RebuildRequest, ToolClass, ToolRunner};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -199,12 +199,12 @@ fn tool_texts() {
     let ws = tempfile::tempdir().unwrap();
     let c = ctx(ws.path());
     let runner = std::cell::RefCell::new(CodexTools::new(&c));
-    let call = |tool: &str, input: Value| pvisor::adapter::ToolCall {
+    let call = |tool: &str, input: Value| pvisor::kit::ToolCall {
         call_id: "c".into(),
         tool: tool.into(),
         input,
         original: None,
-        locator: pvisor::adapter::Locator {
+        locator: pvisor::kit::Locator {
             line: 1,
             native_id: None,
         },
@@ -333,7 +333,7 @@ fn workdir_is_confined_and_output_logged() {
     let ws = tempfile::tempdir().unwrap();
     let c = ctx(ws.path());
     let mut t = CodexTools::new(&c);
-    let call = |id: &str, input: Value| pvisor::adapter::ToolCall {
+    let call = |id: &str, input: Value| pvisor::kit::ToolCall {
         call_id: id.into(),
         tool: "shell".into(),
         input,

@@ -16,14 +16,14 @@ mod claude_plan;
 use claude_plan::*;
 use journal_format::event::AgentStatus;
 use journal_format::Event;
-use pvisor::adapter::NoInserts;
-use pvisor::adapter::{Observation, Plan, RebuildRequest, RebuiltSession};
 use pvisor::adapters::claude_code::continuation::{ClaudeContinuation, ResumeText};
 use pvisor::adapters::claude_code::rebuild::rebuild;
 use pvisor::bridge::{BridgeConfig, Upstream};
-use pvisor::continuation::{run_continuation, ContinuationOutcome, ContinuationSpec};
-use pvisor::model::{start, LoggedRequest, Script, ServerOptions};
+use pvisor::kit::NoInserts;
+use pvisor::kit::{Observation, Plan, RebuildRequest, RebuiltSession};
 use pvisor::protocol::Protocol;
+use pvisor::runner::{run_continuation, ContinuationOutcome, ContinuationSpec};
+use pvisor::scripted::{start, LoggedRequest, Script, ServerOptions};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -274,7 +274,7 @@ fn original_after(rec: &Path, call_id: &str) -> (usize, Vec<Value>) {
 fn mains(r: &Run) -> Vec<&LoggedRequest> {
     r.upstream
         .iter()
-        .filter(|q| q.kind == pvisor::model::RequestKind::Main)
+        .filter(|q| q.kind == pvisor::scripted::RequestKind::Main)
         .collect()
 }
 

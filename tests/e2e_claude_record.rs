@@ -10,7 +10,7 @@
 mod claude;
 
 use claude::*;
-use pvisor::model::{Protocol, RequestKind};
+use pvisor::scripted::{Protocol, RequestKind};
 use serde_json::Value;
 
 fn tmp_root(name: &str) -> tempfile::TempDir {

@@ -7,7 +7,7 @@
 mod codex;
 
 use codex::codex_entrypoint;
-use pvisor::model::{start, Protocol, RequestKind, Script, ServerOptions};
+use pvisor::scripted::{start, Protocol, RequestKind, Script, ServerOptions};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Stdio;
@@ -19,7 +19,7 @@ async fn run_codex(
     home: &Path,
     work: &Path,
     args: &[&str],
-) -> (String, Vec<pvisor::model::LoggedRequest>) {
+) -> (String, Vec<pvisor::scripted::LoggedRequest>) {
     let server = start(
         script.clone(),
         ServerOptions {

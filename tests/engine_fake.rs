@@ -7,7 +7,7 @@ mod fake;
 use std::collections::BTreeMap;
 
 use fake::{Env, TRAJ};
-use pvisor::adapter::Observation;
+use pvisor::kit::Observation;
 
 #[test]
 fn replay_only_run_result_equals_the_fold_of_its_journal() {

@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use pvisor::model::{
+use pvisor::scripted::{
     start, Protocol, RequestKind, Script, ServerHandle, ServerOptions, ToolCallSpec, Turn,
 };
 use serde_json::{json, Value};
@@ -105,6 +105,7 @@ async fn post(addr: SocketAddr, path: &str, body: &Value) -> Reply {
 fn script() -> Script {
     Script::new(vec![
         Turn {
+            error: None,
             thinking: Some("Plan it.".into()),
             text: Some("Running two commands.".into()),
             tool_calls: vec![
@@ -113,6 +114,7 @@ fn script() -> Script {
             ],
         },
         Turn {
+            error: None,
             tool_calls: vec![ToolCallSpec::new(
                 "Edit",
                 json!({"old_string": "a", "new_string": "b"}),
@@ -406,7 +408,7 @@ async fn count_tokens_and_probes() {
 async fn side_requests_do_not_consume_turns() {
     let mut sc = script();
     sc.side_text = Some("A title".into());
-    sc.side = vec![pvisor::model::SideRule {
+    sc.side = vec![pvisor::scripted::SideRule {
         matches: "isNewTopic".into(),
         text: r#"{"isNewTopic": true}"#.into(),
     }];
@@ -569,7 +571,7 @@ async fn request_log_file_has_one_json_line_per_request() {
     assert_eq!(lines[1]["kind"], "side");
     assert!(lines[1].get("turn").is_none());
     // The in-memory log and the file agree.
-    let parsed: pvisor::model::LoggedRequest = serde_json::from_value(lines[0].clone()).unwrap();
+    let parsed: pvisor::scripted::LoggedRequest = serde_json::from_value(lines[0].clone()).unwrap();
     assert_eq!(parsed.turn, Some(1));
 }
 
@@ -621,6 +623,7 @@ fn responses_body(n: usize, stream: bool) -> Value {
 fn codex_script() -> Script {
     Script::new(vec![
         Turn {
+            error: None,
             thinking: Some("Think.".into()),
             text: Some("Hi.".into()),
             tool_calls: vec![

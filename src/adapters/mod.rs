@@ -5,7 +5,7 @@
 pub mod claude_code;
 pub mod codex;
 
-use crate::adapter::registry::{AgentEntry, Registry};
+use crate::kit::registry::{AgentEntry, Registry};
 
 /// Every agent pvisor supports.
 pub const AGENTS: &[AgentEntry] = &[claude_code::ENTRY, codex::ENTRY];

@@ -8,7 +8,7 @@
 //!    process group (a wrong key) 401 and the run fails; one from any other local process
 //!    401, journaled as a side request, and the run goes on,
 //! 2. removes exactly the items the agent's resume inserted (its adapter's
-//!    [`crate::adapter::RequestRules`]),
+//!    [`crate::kit::RequestRules`]),
 //! 3. canonicalizes the messages ([`canonical`]) and checks that `messages[0..len(prefix))`
 //!    equal the expected prefix (per-message digests; the first differing index is reported),
 //!    and that the first request **ends** at O′N,
@@ -68,7 +68,7 @@ pub struct BridgeConfig {
     /// The protocol the agent speaks.
     pub protocol: Protocol,
     /// What the agent's resume inserts, how its items compare (from its adapter).
-    pub rules: std::sync::Arc<dyn crate::adapter::RequestRules>,
+    pub rules: std::sync::Arc<dyn crate::kit::RequestRules>,
     /// The canonical expected prefix (system/env turns, task, A1, O′1 … AN, O′N).
     pub prefix: Vec<Value>,
     /// Injected as one user message right after O′N (plaintext never reported).
@@ -236,7 +236,7 @@ impl Drop for BridgeHandle {
 /// there are fewer.
 pub fn prefix_digest_of(
     protocol: Protocol,
-    rules: &dyn crate::adapter::RequestRules,
+    rules: &dyn crate::kit::RequestRules,
     messages: &[serde_json::Value],
     n: usize,
 ) -> Option<String> {

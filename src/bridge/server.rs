@@ -667,7 +667,7 @@ fn prepare(sh: &Shared, mut body: Value) -> Result<Prepared, Refusal> {
     let plen = cfg.prefix.len();
     let mut msgs = msgs.clone();
     // Exactly what the agent's resume inserted, by its adapter's declared rules.
-    let refused = |r: crate::adapter::RuleRefusal| match r.difference {
+    let refused = |r: crate::kit::RuleRefusal| match r.difference {
         Some(d) => Refusal::with(n, r.reason, format!("request {n} has {d}")),
         None => Refusal::new(n, r.reason),
     };

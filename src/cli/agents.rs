@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::error::CliError;
 use super::exit;
-use crate::adapter::registry::{AgentEntry, Package, Registry};
+use crate::kit::registry::{AgentEntry, Package, Registry};
 
 #[derive(Debug, clap::Args)]
 pub struct AgentsArgs {

@@ -7,7 +7,7 @@ use clap::Subcommand;
 
 use super::error::CliError;
 use super::exit;
-use crate::model::{start, Script, ServerOptions};
+use crate::scripted::{start, Script, ServerOptions};
 
 #[derive(Debug, Subcommand)]
 pub enum ModelCmd {

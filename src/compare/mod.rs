@@ -1,4 +1,6 @@
-//! Comparisons the result reports: the next action A(N+1) of the original run against the
-//! first live action A′(N+1) of the continuation.
+//! Comparisons the result reports: each fresh observation against the original one
+//! ([`observation`]), and the next action A(N+1) of the original run against the first live
+//! action A′(N+1) of the continuation ([`next_action`]).
 
 pub mod next_action;
+pub mod observation;

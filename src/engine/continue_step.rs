@@ -8,10 +8,10 @@ use journal_format::Event;
 
 use super::failure::RunError;
 use super::recorder::Recorder;
-use crate::adapter::{Adapter, ContinueRequest, RebuiltSession};
 use crate::bridge::{BridgeConfig, BridgeResume, Upstream};
-use crate::continuation::{run_continuation, ContinuationSpec};
+use crate::kit::{Adapter, ContinueRequest, RebuiltSession};
 use crate::request::ReplayRequest;
+use crate::runner::{run_continuation, ContinuationSpec};
 
 /// The resumed attempt's view: the longer prefix, the step offset, the remaining budget.
 struct Resumed {
@@ -28,7 +28,7 @@ fn prepare_resume(
     adapter: &dyn Adapter,
     req: &ReplayRequest,
     rebuilt: &RebuiltSession,
-    agent: &mut Box<dyn crate::continuation::ContinuationAgent>,
+    agent: &mut Box<dyn crate::runner::ContinuationAgent>,
     checkpoints: &mut super::checkpoints::Checkpoints,
 ) -> Result<Resumed, RunError> {
     let journaled = rec.state.steps.len() as u64;
@@ -63,14 +63,14 @@ fn prepare_resume(
                 .find(|(_, n, _)| n == name)
                 .map(|t| t.2.clone())
                 .unwrap_or(serde_json::Value::Null);
-            let call = crate::adapter::ToolCall {
+            let call = crate::kit::ToolCall {
                 call_id: String::new(),
                 tool: name.clone(),
                 input,
                 original: None,
                 locator: Default::default(),
             };
-            adapter.classify(&call) == crate::adapter::ToolClass::ReadOnly
+            adapter.classify(&call) == crate::kit::ToolClass::ReadOnly
         });
         let decision = if read_only {
             InDoubtDecision::RerunReadOnly
@@ -144,10 +144,10 @@ pub use super::preflight::AgentProbe;
 fn continuation_agent(
     adapter: &dyn Adapter,
     req: &ReplayRequest,
-    plan: &crate::adapter::Plan,
+    plan: &crate::kit::Plan,
     rebuilt: &RebuiltSession,
     entry: &std::path::Path,
-) -> Result<Box<dyn crate::continuation::ContinuationAgent>, RunError> {
+) -> Result<Box<dyn crate::runner::ContinuationAgent>, RunError> {
     let continued_artifact = req.output_dir.join("native").join(format!(
         "continued-session.{}",
         req.trajectory
@@ -171,7 +171,7 @@ pub fn run(
     rec: &mut Recorder,
     adapter: &dyn Adapter,
     req: &ReplayRequest,
-    plan: &crate::adapter::Plan,
+    plan: &crate::kit::Plan,
     rebuilt: &RebuiltSession,
     probe: &AgentProbe,
     checkpoints: &mut super::checkpoints::Checkpoints,
@@ -217,14 +217,14 @@ pub fn run(
         // The upstream: the built-in scripted model on 127.0.0.1, or the configured URL.
         let mut _server = None;
         let upstream = if let Some(script) = &req.model.script {
-            let s = crate::model::Script::from_path(script).map_err(|e| {
+            let s = crate::scripted::Script::from_path(script).map_err(|e| {
                 RunError::Configuration(format!("--model-script {}: {e}", script.display()))
             })?;
             let s = s.substitute(&[("CWD", &req.workspace.display().to_string())]);
             let key = crate::bridge::random_key();
-            let server = crate::model::start(
+            let server = crate::scripted::start(
                 s,
-                crate::model::ServerOptions {
+                crate::scripted::ServerOptions {
                     api_key: Some(key.clone()),
                     log_path: Some(req.state_dir.join("logs/scripted-model.jsonl")),
                     ..Default::default()
@@ -332,9 +332,9 @@ pub fn write_continued(
     rec: &mut Recorder,
     adapter: &dyn Adapter,
     req: &ReplayRequest,
-    plan: &crate::adapter::Plan,
+    plan: &crate::kit::Plan,
     rebuilt: &RebuiltSession,
-    agent_entry: &crate::adapter::AgentEntry,
+    agent_entry: &crate::kit::AgentEntry,
 ) -> Result<(), RunError> {
     let entry = super::preflight::agent_executable(req, agent_entry)?;
     let mut agent = continuation_agent(adapter, req, plan, rebuilt, &entry)?;

@@ -1,8 +1,8 @@
 //! Run failures: each variant is a result-protocol category with a stable exit code.
 
-use crate::adapter::AdapterError;
 use crate::error::{ExecError, TrajectoryError};
 use crate::journal::JournalError;
+use crate::kit::AdapterError;
 use journal_format::event::FailureCategory;
 
 #[derive(Debug, thiserror::Error)]

@@ -20,9 +20,9 @@ pub use decide::{decide, Step};
 pub use failure::RunError;
 use recorder::Recorder;
 
-use crate::adapter::{Adapter, AgentEntry, Plan, Registry};
 use crate::fold::{self, result, ReplayResult};
 use crate::journal::{resolve_path, BlobStore, Journal};
+use crate::kit::{Adapter, AgentEntry, Plan, Registry};
 use crate::request::ReplayRequest;
 
 /// How a run starts.
@@ -223,8 +223,8 @@ fn drive(
     probe: Option<continue_step::AgentProbe>,
 ) -> Result<(), RunError> {
     let mut plan: Option<Plan> = None;
-    let mut rebuilt: Option<crate::adapter::RebuiltSession> = None;
-    let mut tools: Option<Box<dyn crate::adapter::ToolRunner>> = None;
+    let mut rebuilt: Option<crate::kit::RebuiltSession> = None;
+    let mut tools: Option<Box<dyn crate::kit::ToolRunner>> = None;
     let mut batch_ready: Option<u64> = None;
     let mut checkpoints = checkpoints::Checkpoints::new(req, rec);
     loop {
@@ -253,7 +253,7 @@ fn drive(
             }
             Step::ResolveInDoubt(k, i) => {
                 let c = rec.state.calls[&(k, i)].clone();
-                let decision = if c.class == crate::adapter::ToolClass::ReadOnly {
+                let decision = if c.class == crate::kit::ToolClass::ReadOnly {
                     InDoubtDecision::RerunReadOnly
                 } else if checkpoints.restore(rec, k, i)? {
                     InDoubtDecision::RerunRestored
@@ -292,7 +292,7 @@ fn drive(
                     batch_ready = Some(k);
                 }
                 let call = &p.batches[k as usize - 1].calls[i as usize];
-                if adapter.classify(call) == crate::adapter::ToolClass::Mutating {
+                if adapter.classify(call) == crate::kit::ToolClass::Mutating {
                     checkpoints.before(rec, k, i)?;
                 }
                 perform::run_call(rec, runner.as_mut(), adapter, p, k, i)?

@@ -6,10 +6,10 @@ use std::io::Write;
 use std::path::Path;
 
 use super::recorder::Recorder;
-use crate::adapter::Observation;
 use crate::fold::result::files;
 use crate::fold::ReplayResult;
 use crate::journal::blobs::write_atomic;
+use crate::kit::Observation;
 use crate::report::export::export_line;
 
 fn io(p: &Path, e: std::io::Error) -> String {
@@ -18,7 +18,7 @@ fn io(p: &Path, e: std::io::Error) -> String {
 
 pub fn write_all(
     rec: &Recorder,
-    adapter: Option<&dyn crate::adapter::Adapter>,
+    adapter: Option<&dyn crate::kit::Adapter>,
     req: &crate::request::ReplayRequest,
     result: &ReplayResult,
 ) -> Result<(), String> {

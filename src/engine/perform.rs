@@ -10,8 +10,8 @@ use journal_format::Event;
 
 use super::failure::RunError;
 use super::recorder::Recorder;
-use crate::adapter::{Adapter, ExecContext, Observation, Plan, RebuildRequest, ToolClass};
 use crate::digest;
+use crate::kit::{Adapter, ExecContext, Observation, Plan, RebuildRequest, ToolClass};
 use crate::request::ReplayRequest;
 
 pub fn request_event(req: &ReplayRequest, agent_version: Option<String>) -> Event {
@@ -100,7 +100,7 @@ pub fn parse(
 pub fn validate(
     rec: &mut Recorder,
     adapter: &dyn Adapter,
-    agent: &crate::adapter::AgentEntry,
+    agent: &crate::kit::AgentEntry,
     req: &ReplayRequest,
     plan: &Plan,
 ) -> Result<(), RunError> {
@@ -217,7 +217,7 @@ pub fn write_session(
     plan: &Plan,
     observations: &BTreeMap<String, Observation>,
     role: SessionRole,
-) -> Result<crate::adapter::RebuiltSession, RunError> {
+) -> Result<crate::kit::RebuiltSession, RunError> {
     let (state_sub, file) = match role {
         SessionRole::Prepared => (req.state_dir.join("prepared"), "prepared-session"),
         _ => (req.state_dir.clone(), "reconstructed-session"),
@@ -290,7 +290,7 @@ pub fn exec_context(req: &ReplayRequest) -> ExecContext {
 pub fn completed_calls(
     rec: &Recorder,
     plan: &Plan,
-) -> Result<Vec<(crate::adapter::ToolCall, Observation)>, RunError> {
+) -> Result<Vec<(crate::kit::ToolCall, Observation)>, RunError> {
     let fresh = fresh_observations(rec)?;
     let mut out = vec![];
     for c in rec.state.calls.values() {
@@ -315,7 +315,7 @@ pub fn rebuild_again(
     adapter: &dyn Adapter,
     req: &ReplayRequest,
     plan: &Plan,
-) -> Result<crate::adapter::RebuiltSession, RunError> {
+) -> Result<crate::kit::RebuiltSession, RunError> {
     let obs = fresh_observations(rec)?;
     let artifact = native_dir(req).join(format!(
         "reconstructed-session.{}",
@@ -354,7 +354,7 @@ pub fn rebuild_again(
 
 pub fn run_call(
     rec: &mut Recorder,
-    tools: &mut dyn crate::adapter::ToolRunner,
+    tools: &mut dyn crate::kit::ToolRunner,
     adapter: &dyn Adapter,
     plan: &Plan,
     k: u64,
@@ -436,25 +436,14 @@ pub fn compare(
         is_error: false,
         native: None,
     });
-    let equal = orig.text == fresh.text && orig.is_error == fresh.is_error;
-    let equal_masked = equal
-        || (adapter.mask_dynamic(call, &orig.text) == adapter.mask_dynamic(call, &fresh.text)
-            && orig.is_error == fresh.is_error);
-    let (diff_digest, diff_blob) = if equal {
-        (None, None)
-    } else {
-        let mut d = similar::TextDiff::from_lines(&orig.text, &fresh.text)
-            .unified_diff()
-            .header("original", "replayed")
-            .to_string();
-        if orig.is_error != fresh.is_error {
-            d.push_str(&format!(
-                "is_error: {} -> {}\n",
-                orig.is_error, fresh.is_error
-            ));
+    let c = crate::compare::observation::compare(&orig, &fresh, |t| adapter.mask_dynamic(call, t));
+    let (equal, equal_masked) = (c.equal, c.equal_masked);
+    let (diff_digest, diff_blob) = match c.diff {
+        None => (None, None),
+        Some(d) => {
+            let b = rec.blob(d.as_bytes())?;
+            (Some(digest::blake3(d.as_bytes())), Some(b))
         }
-        let b = rec.blob(d.as_bytes())?;
-        (Some(digest::blake3(d.as_bytes())), Some(b))
     };
     rec.record(Event::ObservationCompared(ObservationCompared {
         batch: k,

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use journal_format::event::Mode;
 
 use super::failure::RunError;
-use crate::adapter::AgentEntry;
 use crate::fold::{Phase, ReplayState};
+use crate::kit::AgentEntry;
 use crate::request::ReplayRequest;
 
 /// The agent executable and the version it reported (accepted by the registry entry).
@@ -157,7 +157,7 @@ fn boundary_prompt(req: &ReplayRequest, state: &ReplayState) -> Result<(), RunEr
 /// upstream URL.
 fn model_upstream(req: &ReplayRequest) -> Result<(), RunError> {
     if let Some(script) = &req.model.script {
-        crate::model::Script::from_path(script).map_err(|e| {
+        crate::scripted::Script::from_path(script).map_err(|e| {
             RunError::Configuration(format!("--model-script {}: {e}", script.display()))
         })?;
         return Ok(());

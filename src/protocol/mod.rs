@@ -6,7 +6,7 @@
 //! prefix), what makes a request a *main* model request, how a tool call shows in an
 //! answer (streamed or not), the shape of an error and of the budget stop, the upstream
 //! auth header, and the boundary-prompt message. Agent specifics (what a resume inserts)
-//! are the adapters' (`crate::adapter::RequestRules`).
+//! are the adapters' (`crate::kit::RequestRules`).
 
 pub mod anthropic;
 pub mod chat;

@@ -2,7 +2,7 @@
 //! sessions as fixtures.
 #![allow(dead_code)]
 
-use pvisor::model::{start, LoggedRequest, RequestKind, Script, ServerOptions};
+use pvisor::scripted::{start, LoggedRequest, RequestKind, Script, ServerOptions};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -328,7 +328,7 @@ pub fn expected_tool_uses(script: &Script, range: std::ops::Range<usize>) -> Vec
     let mut out = Vec::new();
     for t in range {
         for (i, c) in script.turns[t].tool_calls.iter().enumerate() {
-            out.push((pvisor::model::ids::anthropic_tool(t, i), c.name.clone()));
+            out.push((pvisor::scripted::ids::anthropic_tool(t, i), c.name.clone()));
         }
     }
     out

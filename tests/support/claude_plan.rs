@@ -2,7 +2,7 @@
 //! the Claude adapter; tests only need batches with call ids and the original observations).
 #![allow(dead_code)]
 
-use pvisor::adapter::{Batch, Locator, Observation, Plan, ToolCall};
+use pvisor::kit::{Batch, Locator, Observation, Plan, ToolCall};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -11,7 +11,7 @@
 #![allow(dead_code)]
 
 use fs2::FileExt;
-use pvisor::model::{start, LoggedRequest, Script, ServerOptions};
+use pvisor::scripted::{start, LoggedRequest, Script, ServerOptions};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -230,7 +230,7 @@ pub async fn record(name: &str) {
         "prompt": prompt,
         "env": "env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=<root>/home SHELL=/bin/bash CODEX_HOME=<root>/home/.codex FAKE_API_KEY=…",
         "config_toml": config,
-        "main_requests": requests.iter().filter(|r| r.kind == pvisor::model::RequestKind::Main).count(),
+        "main_requests": requests.iter().filter(|r| r.kind == pvisor::scripted::RequestKind::Main).count(),
         "script_exhausted": exhausted,
         "recorded_with": format!("PVISOR_RECORD={name} cargo test --test e2e_codex_record record_fixtures -- --ignored --nocapture"),
     });

@@ -4,9 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use pvisor::adapter::*;
 use pvisor::engine::{self, Start};
 use pvisor::error::{ExecError, TrajectoryError};
+use pvisor::kit::*;
 use pvisor::request::{ReplayRequest, RequestFields};
 
 /// Fake trajectory: one JSON line per batch: `{"calls":[{"id","tool","input","result"}]}`.
@@ -157,8 +157,8 @@ pub const FAKE: AgentEntry = AgentEntry {
     pinned: "1.0.0",
     versions: &[VersionRange::exactly("1.0.0")],
     continue_versions: &[],
-    install: pvisor::adapter::registry::Install {
-        package: pvisor::adapter::registry::Package::Npm {
+    install: pvisor::kit::registry::Install {
+        package: pvisor::kit::registry::Package::Npm {
             package: "fake",
             bin: "fake",
         },

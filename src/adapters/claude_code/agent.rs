@@ -6,9 +6,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::{continuation::ClaudeContinuation, parse, rebuild, tools};
-use crate::adapter::*;
 use crate::compare::next_action::Action;
 use crate::error::{ExecError, TrajectoryError};
+use crate::kit::*;
 
 #[derive(Default)]
 pub struct ClaudeCode;
@@ -156,7 +156,7 @@ impl Adapter for ClaudeCode {
     fn continuation(
         &self,
         req: &ContinueRequest,
-    ) -> Result<Box<dyn crate::continuation::ContinuationAgent>, AdapterError> {
+    ) -> Result<Box<dyn crate::runner::ContinuationAgent>, AdapterError> {
         let mut c = ClaudeContinuation::new(
             req.entrypoint,
             req.rebuilt,

@@ -25,13 +25,13 @@
 use super::drift::{neutralize, HostFacts};
 use super::rebuild::{write_file, write_user_id, ClaudeHome};
 use super::request_rules::{ClaudeRequestRules, DEFAULT_RESUME_TEXT as CLAUDE_DEFAULT_RESUME_TEXT};
-use crate::adapter::RequestRules;
-use crate::adapter::{AdapterError, RebuiltSession};
 use crate::bridge::BridgeStats;
-use crate::continuation::{
+use crate::kit::RequestRules;
+use crate::kit::{AdapterError, RebuiltSession};
+use crate::protocol::Protocol;
+use crate::runner::{
     AgentCommand, AgentVerdict, ContinuationAgent, ContinuedSession, ExitInfo, StdinMode,
 };
-use crate::protocol::Protocol;
 use journal_format::event::AgentStatus;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -334,7 +334,7 @@ impl ContinuationAgent for ClaudeContinuation {
         }
     }
 
-    fn resume(&mut self, write: bool) -> Result<crate::continuation::ResumeInfo, AdapterError> {
+    fn resume(&mut self, write: bool) -> Result<crate::runner::ResumeInfo, AdapterError> {
         let bytes = self.read_native()?;
         let cleaned = clean_continued(
             &bytes,
@@ -395,7 +395,7 @@ fn contains_nonce(s: &str) -> bool {
 pub fn resume_cut(
     text: &str,
     prefix_len: usize,
-) -> Result<(crate::continuation::ResumeInfo, String), AdapterError> {
+) -> Result<(crate::runner::ResumeInfo, String), AdapterError> {
     let bad =
         |m: String| AdapterError::Continuation(format!("resuming the continued session: {m}"));
     let prefix = text
@@ -529,7 +529,7 @@ pub fn resume_cut(
         out.push('\n');
     }
     Ok((
-        crate::continuation::ResumeInfo {
+        crate::runner::ResumeInfo {
             live,
             complete_turns: safe_turns,
             interrupted,

@@ -1,10 +1,10 @@
 //! Claude Code adapter (supported versions: [`versions`], pinned [`SUPPORTED_VERSION`]).
 //!
-//! - [`parse`]: session JSONL → [`parse::ParsedSession`] → [`crate::adapter::Plan`].
+//! - [`parse`]: session JSONL → [`parse::ParsedSession`] → [`crate::kit::Plan`].
 //! - [`rebuild`]: the native session with fresh observations, in an isolated config dir.
 //! - [`continuation`]: resuming the rebuilt session with the real `claude` through the bridge.
 //! - [`drift`]: the host/time snapshots Claude compares on resume, set to the live host.
-//! - [`agent`]: the [`crate::adapter::Adapter`] implementation tying the parts together.
+//! - [`agent`]: the [`crate::kit::Adapter`] implementation tying the parts together.
 //! - [`tools`]: re-execution of Claude Code's native tools, producing the exact
 //!   `tool_result.content` texts Claude Code 2.1.332 sends to the model.
 //!
@@ -28,7 +28,7 @@ pub const SUPPORTED_VERSION: &str = "2.1.332";
 
 pub use parse::{parse, parse_bytes, parse_file, ParsedSession};
 
-use crate::adapter::registry::{AgentEntry, Capabilities, Install, Package};
+use crate::kit::registry::{AgentEntry, Capabilities, Install, Package};
 
 /// The registry entry of the Claude Code adapter.
 pub const ENTRY: AgentEntry = AgentEntry {

@@ -20,8 +20,8 @@
 //! with the same `message.id` form one API message (tool results may sit between them).
 //! A batch is the `tool_use` blocks of one such message; batches are numbered from 1.
 
-use crate::adapter::{Batch, Locator, Observation, Plan, ToolCall};
 use crate::error::TrajectoryError;
+use crate::kit::{Batch, Locator, Observation, Plan, ToolCall};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};

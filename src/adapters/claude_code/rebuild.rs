@@ -28,7 +28,7 @@
 //! "unchanged since Claude last looked". Paths are rebased from the original cwd onto the
 //! workspace and must stay inside it; missing files are skipped.
 
-use crate::adapter::{AdapterError, Observation, Plan, RebuildRequest, RebuiltSession};
+use crate::kit::{AdapterError, Observation, Plan, RebuildRequest, RebuiltSession};
 use crate::protocol::anthropic::canonical_message as canonical_anthropic_message;
 
 /// Hex SHA-256 of the canonical JSON: the hash Claude Code writes into its `api-request`

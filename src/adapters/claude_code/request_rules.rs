@@ -1,5 +1,5 @@
 //! What Claude Code's resume inserts into its model requests, for the bridge
-//! (`crate::adapter::RequestRules`).
+//! (`crate::kit::RequestRules`).
 //!
 //! * The resume text (`--input-format stream-json` with
 //!   `CLAUDE_CODE_RESUME_INTERRUPTED_TURN=1`): one text block — Claude's `Continue from
@@ -19,7 +19,7 @@
 
 use serde_json::Value;
 
-use crate::adapter::rules::{
+use crate::kit::rules::{
     is_sole_text_user, is_text_block, remove_block, role, text_block_remains, Removed,
     RequestRules, RuleRefusal,
 };

@@ -11,8 +11,8 @@
 pub type Version = (u32, u32, u32);
 
 /// The supported range, as the capability table lists it.
-pub const RANGE: crate::adapter::registry::VersionRange =
-    crate::adapter::registry::VersionRange::new("2.1.220", "2.1.332");
+pub const RANGE: crate::kit::registry::VersionRange =
+    crate::kit::registry::VersionRange::new("2.1.220", "2.1.332");
 /// The sessions a continuation can rebuild, and the CLIs it continues with. Before 2.1.285
 /// Claude renders attachments (environment, date, agent and skill listings) at request time,
 /// with today's date, instead of storing their `rendered` text: the prefix cannot be rebuilt
@@ -21,8 +21,8 @@ pub const RANGE: crate::adapter::registry::VersionRange =
 /// the boundary; measured with its own session cut at the boundary); 2.1.286 fixed it.
 /// Older sessions replay (`--replay-only`, `--prepare-only`) but are refused for a
 /// continuation.
-pub const CONTINUE_RANGE: crate::adapter::registry::VersionRange =
-    crate::adapter::registry::VersionRange::new("2.1.286", "2.1.332");
+pub const CONTINUE_RANGE: crate::kit::registry::VersionRange =
+    crate::kit::registry::VersionRange::new("2.1.286", "2.1.332");
 /// The newest supported version (the pinned one, installed by `scripts/install-agents.sh`).
 pub const HIGHEST: Version = (2, 1, 332);
 

@@ -5,9 +5,9 @@
 use std::path::Path;
 
 use super::{parse, rebuild, tools};
-use crate::adapter::*;
 use crate::compare::next_action::Action;
 use crate::error::{ExecError, TrajectoryError};
+use crate::kit::*;
 use serde_json::Value;
 
 #[derive(Default)]
@@ -127,7 +127,7 @@ impl Adapter for Codex {
     fn continuation(
         &self,
         req: &ContinueRequest,
-    ) -> Result<Box<dyn crate::continuation::ContinuationAgent>, AdapterError> {
+    ) -> Result<Box<dyn crate::runner::ContinuationAgent>, AdapterError> {
         let mut c = super::continuation::CodexContinuation::new(
             req.entrypoint,
             req.rebuilt,

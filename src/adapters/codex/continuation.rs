@@ -17,13 +17,13 @@ use super::rebuild::{codex_home, config_toml, model_of, API_KEY_ENV};
 use super::request_rules::{
     is_skills_item as is_codex_skills_item, CodexRequestRules, SKILLS_PREFIX as CODEX_SKILLS_PREFIX,
 };
-use crate::adapter::RequestRules;
-use crate::adapter::{AdapterError, RebuiltSession};
 use crate::bridge::BridgeStats;
-use crate::continuation::{
+use crate::kit::RequestRules;
+use crate::kit::{AdapterError, RebuiltSession};
+use crate::protocol::Protocol;
+use crate::runner::{
     AgentCommand, AgentVerdict, ContinuationAgent, ContinuedSession, ExitInfo, StdinMode,
 };
-use crate::protocol::Protocol;
 use journal_format::event::AgentStatus;
 use serde_json::Value;
 use std::path::{Path, PathBuf};

@@ -5,7 +5,7 @@
 //!   (`exec_command`/`write_stdin` unified exec, `shell`, `shell_command`, `local_shell_call`,
 //!   `apply_patch` via [`patch`], `update_plan`); code mode `exec` is refused.
 //! - [`rebuild`]: the rollout with fresh observations in an isolated `CODEX_HOME`.
-//! - [`agent`]: the [`crate::adapter::Adapter`] implementation.
+//! - [`agent`]: the [`crate::kit::Adapter`] implementation.
 //!
 //! Texts were read in the 0.149.0 binary (`strings` on the npm package's Rust executable) and
 //! in openai/codex sources, and confirmed on the genuine rollouts (`tests/fixtures/codex/`).
@@ -22,7 +22,7 @@ pub mod tools;
 /// The Codex CLI version whose tool outputs this adapter reproduces.
 pub const SUPPORTED_VERSION: &str = "0.149.0";
 
-use crate::adapter::registry::{AgentEntry, Capabilities, Install, Package, VersionRange};
+use crate::kit::registry::{AgentEntry, Capabilities, Install, Package, VersionRange};
 
 /// The registry entry of the Codex adapter.
 pub const ENTRY: AgentEntry = AgentEntry {

@@ -18,8 +18,8 @@
 //! an `event_msg/token_count` (written when a sampling round completes). A **batch** is the
 //! tool calls of one reply; calls are paired with their `*_output` items by `call_id`.
 
-use crate::adapter::{Batch, Locator, Observation, Plan, ToolCall};
 use crate::error::TrajectoryError;
+use crate::kit::{Batch, Locator, Observation, Plan, ToolCall};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

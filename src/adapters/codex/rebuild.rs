@@ -13,7 +13,7 @@
 //!   `response_item` payload without Codex's private `internal_chat_message_metadata_passthrough`.
 
 use super::parse::{self, ParsedRollout};
-use crate::adapter::{AdapterError, RebuildRequest, RebuiltSession};
+use crate::kit::{AdapterError, RebuildRequest, RebuiltSession};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 

@@ -1,5 +1,5 @@
 //! What Codex CLI 0.149.0's `codex exec resume <id> <text>` inserts into its model requests
-//! (Responses `input` items), for the bridge (`crate::adapter::RequestRules`).
+//! (Responses `input` items), for the bridge (`crate::kit::RequestRules`).
 //!
 //! * A user message whose only `input_text` is the resume prompt (a per-run nonce) right
 //!   after the prefix: `codex:resume_prompt`.
@@ -14,7 +14,7 @@
 
 use serde_json::Value;
 
-use crate::adapter::rules::{is_sole_text_user, role, Removed, RequestRules, RuleRefusal};
+use crate::kit::rules::{is_sole_text_user, role, Removed, RequestRules, RuleRefusal};
 use crate::protocol::Protocol;
 
 /// The text a Codex skills developer item starts with.

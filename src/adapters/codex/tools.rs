@@ -13,8 +13,8 @@
 //! `duration_seconds`. Unified exec sessions that outlive their yield time are kept running
 //! under the ORIGINAL session id so that later `write_stdin` calls address them.
 
-use crate::adapter::{ExecContext, Observation, ToolCall, ToolClass, ToolOutcome};
 use crate::error::ExecError;
+use crate::kit::{ExecContext, Observation, ToolCall, ToolClass, ToolOutcome};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

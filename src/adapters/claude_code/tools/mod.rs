@@ -40,9 +40,9 @@ pub mod read;
 pub(crate) mod text;
 pub mod write;
 
-use crate::adapter::{ExecContext, Observation, ToolCall, ToolClass, ToolOutcome};
 use crate::adapters::claude_code::parse::ParsedSession;
 use crate::error::ExecError;
+use crate::kit::{ExecContext, Observation, ToolCall, ToolClass, ToolOutcome};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -3,8 +3,8 @@
 //! the REAL agent CLIs can run offline against it (127.0.0.1 only).
 //!
 //! ```no_run
-//! # async fn demo() -> Result<(), pvisor::model::ModelError> {
-//! use pvisor::model::{start, Script, ServerOptions};
+//! # async fn demo() -> Result<(), pvisor::scripted::ModelError> {
+//! use pvisor::scripted::{start, Script, ServerOptions};
 //! let script = Script::from_path("script.json")?.substitute(&[("CWD", "/tmp/work")]);
 //! let server = start(script, ServerOptions::default()).await?;
 //! // ANTHROPIC_BASE_URL=server.base_url() …

@@ -259,7 +259,7 @@ pub trait Adapter: Send + Sync {
     fn continuation(
         &self,
         _req: &ContinueRequest,
-    ) -> Result<Box<dyn crate::continuation::ContinuationAgent>, AdapterError> {
+    ) -> Result<Box<dyn crate::runner::ContinuationAgent>, AdapterError> {
         Err(AdapterError::Unsupported(format!(
             "continuing `{}` is not implemented",
             self.name()

@@ -8,9 +8,9 @@
 //! `BridgeRequestValidated` (and `ContinuationStep` per answered main request), and
 //! `AgentExited` last.
 
-use crate::adapter::AdapterError;
-use crate::adapter::RequestRules;
 use crate::bridge::{self, BridgeConfig, BridgeStats};
+use crate::kit::AdapterError;
+use crate::kit::RequestRules;
 use crate::protocol::Protocol;
 use journal_format::event::{AgentExited, AgentStatus, ContinuationStarted};
 use journal_format::Event;
