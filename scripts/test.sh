@@ -3,10 +3,11 @@
 #
 #   scripts/test.sh
 #
-# 1. builds everything, then installs the pinned agent CLIs the end-to-end tests drive with
+# 1. checks formatting (cargo fmt --check) and lints (clippy, warnings are errors);
+# 2. builds everything, then installs the pinned agent CLIs the end-to-end tests drive with
 #    `pvisor agents install` (npm registry / PyPI only; cached in the ignored .cache/agents/,
 #    so later runs skip it; tests that need another version install it themselves);
-# 2. runs every test of the workspace: unit, property, golden-vector, kill-loop, and the
+# 3. runs every test of the workspace: unit, property, golden-vector, kill-loop, and the
 #    end-to-end tests with the real agent CLIs against the scripted model server (127.0.0.1).
 # Any missing prerequisite fails the run loudly; nothing is skipped.
 set -euo pipefail
@@ -15,6 +16,12 @@ cd "$ROOT"
 
 command -v cargo >/dev/null || { echo "scripts/test.sh: cargo is required" >&2; exit 1; }
 command -v node >/dev/null || { echo "scripts/test.sh: node (>= 18) is required for the agent CLIs" >&2; exit 1; }
+
+echo "== cargo fmt --check ==" >&2
+cargo fmt --all --check
+
+echo "== cargo clippy --all-targets -D warnings ==" >&2
+cargo clippy --workspace --all-targets -q -- -D warnings
 
 echo "== building the workspace and its tests ==" >&2
 cargo test --workspace --no-run -q "$@" >&2

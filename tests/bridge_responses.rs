@@ -37,7 +37,7 @@ fn original_requests() -> Vec<Value> {
 /// The rebuilt prefix at boundary `n` with the original observations.
 fn prefix(n: usize) -> Vec<Value> {
     let path = fixture("genuine/rollout-run1.jsonl");
-    let a = pvisor::adapters::codex::agent::Codex::default();
+    let a = pvisor::adapters::codex::agent::Codex;
     let plan = a.parse(&path, &std::fs::read(&path).unwrap()).unwrap();
     let obs: BTreeMap<String, Observation> = plan
         .batches

@@ -156,11 +156,7 @@ fn except_glob_order(m: Vec<(String, String, String)>) -> Vec<(String, String, S
     m.into_iter()
         .filter(|(tool, orig, ours)| {
             // With the 100-path cap, another directory order also picks another subset.
-            let capped = |s: &str| {
-                s.lines()
-                    .last()
-                    .map_or(false, |l| l.starts_with("(Showing "))
-            };
+            let capped = |s: &str| s.lines().last().is_some_and(|l| l.starts_with("(Showing "));
             let order_only = tool == "Glob"
                 && (sorted(orig) == sorted(ours)
                     || (capped(orig)

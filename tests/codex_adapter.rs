@@ -59,7 +59,7 @@ fn parses_genuine_rollout() {
 
 #[test]
 fn codemode_exec_is_refused_before_anything_runs() {
-    let a = Codex::default();
+    let a = Codex;
     let path = fixture("codemode/rollout-run1.jsonl");
     let plan = a.parse(&path, &std::fs::read(&path).unwrap()).unwrap();
     assert_eq!(plan.batches.len(), 4);
@@ -83,7 +83,7 @@ fn replay_every_boundary_matches_originals() {
     let path = fixture("genuine/rollout-final.jsonl");
     let bytes = std::fs::read(&path).unwrap();
     for n in 1..=5 {
-        let a = Codex::default();
+        let a = Codex;
         let plan = a.parse(&path, &bytes).unwrap();
         let ws = tempfile::tempdir().unwrap();
         let c = ctx(ws.path());
@@ -148,9 +148,10 @@ fn replay_every_boundary_matches_originals() {
 }
 
 #[test]
+#[allow(clippy::needless_range_loop)]
 fn prefix_equals_original_request_n_plus_1() {
     let path = fixture("genuine/rollout-run1.jsonl");
-    let a = Codex::default();
+    let a = Codex;
     let plan = a.parse(&path, &std::fs::read(&path).unwrap()).unwrap();
     let reqs: Vec<Value> = std::fs::read_to_string(fixture("genuine/requests-run1.jsonl"))
         .unwrap()
@@ -195,7 +196,7 @@ fn prefix_equals_original_request_n_plus_1() {
 
 #[test]
 fn tool_texts() {
-    let a = Codex::default();
+    let a = Codex;
     let ws = tempfile::tempdir().unwrap();
     let c = ctx(ws.path());
     let runner = std::cell::RefCell::new(CodexTools::new(&c));

@@ -17,10 +17,8 @@
 //!   same result as the uninterrupted run.
 
 #[path = "support/claude.rs"]
-#[allow(dead_code)]
 mod claude;
 #[path = "support/codex.rs"]
-#[allow(dead_code)]
 mod codex;
 #[path = "support/ns.rs"]
 mod ns;

@@ -7,7 +7,6 @@
 //! Every run is a `pvisor replay` in a private mount namespace at the recording's path.
 
 #[path = "support/claude.rs"]
-#[allow(dead_code)]
 mod claude;
 #[path = "support/ns.rs"]
 mod ns;

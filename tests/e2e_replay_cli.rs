@@ -252,7 +252,7 @@ fn every_boundary_in_all_three_modes() {
             };
             assert_eq!(r["agent_status"], expect, "{name} N={n}");
             let steps = r["continued_steps"].as_u64().unwrap();
-            assert!(steps >= 1 && steps <= 2, "{name} N={n}: {steps} live steps");
+            assert!((1..=2).contains(&steps), "{name} N={n}: {steps} live steps");
             eprintln!("{name} N={n}: prepare/replay/continue ok ({steps} live steps, {expect})");
         }
     }

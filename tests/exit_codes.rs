@@ -2,7 +2,6 @@
 //! command line where the docs say, with the failure category and a hint.
 
 #[path = "support/claude.rs"]
-#[allow(dead_code)]
 mod claude;
 #[path = "support/ns.rs"]
 mod ns;

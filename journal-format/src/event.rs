@@ -625,7 +625,7 @@ const fn kind_name(kind: u16) -> &'static str {
 }
 
 events! {
-    1 => RunRequested(RunRequested),
+    1 => RunRequested(Box<RunRequested>),
     2 => TrajectoryParsed(TrajectoryParsed),
     3 => BoundaryValidated(BoundaryValidated),
     4 => BatchStarted(BatchStarted),

@@ -44,7 +44,7 @@ fn build(kind: u16, s: &[String], n: &[u64], b: &[bool]) -> Event {
         SessionRole::Continued,
     ][(nu(2) % 3) as usize];
     match kind {
-        1 => Event::RunRequested(RunRequested {
+        1 => Event::RunRequested(Box::new(RunRequested {
             run_id: st(0),
             request_digest: st(1),
             request_json: st(2),
@@ -78,7 +78,7 @@ fn build(kind: u16, s: &[String], n: &[u64], b: &[bool]) -> Event {
             } else {
                 None
             },
-        }),
+        })),
         2 => Event::TrajectoryParsed(TrajectoryParsed {
             source_path: st(0),
             source_sha256: st(1),

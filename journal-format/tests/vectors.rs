@@ -46,7 +46,7 @@ pub fn complete_events() -> Vec<Event> {
         diff_blob: None,
     };
     vec![
-        Event::RunRequested(RunRequested {
+        Event::RunRequested(Box::new(RunRequested {
             run_id: "run-golden".into(),
             request_digest: d("request"),
             request_json: "{\"agent\":\"claude-code\"}".into(),
@@ -73,7 +73,7 @@ pub fn complete_events() -> Vec<Event> {
                 api_key_env: None,
                 script_digest: Some(d("script")),
             }),
-        }),
+        })),
         Event::TrajectoryParsed(TrajectoryParsed {
             source_path: "/src/session.jsonl".into(),
             source_sha256: "sha256:00".into(),

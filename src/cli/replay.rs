@@ -169,7 +169,7 @@ pub fn run(args: ReplayArgs) -> Result<i32, CliError> {
             ReplayRequest::from_fields(fields)
         });
         match req {
-            Ok(r) => Start::Fresh(r),
+            Ok(r) => Start::Fresh(Box::new(r)),
             Err(e) => {
                 print(&early_failure(
                     journal_format::event::FailureCategory::ConfigurationError,

@@ -19,7 +19,7 @@ const BATCHES: u64 = 400;
 fn next(s: &ReplayState, started_here: bool) -> Option<Event> {
     let d = |x: String| format!("blake3:{}", blake3::hash(x.as_bytes()).to_hex());
     Some(match s.phase {
-        Phase::Empty => Event::RunRequested(RunRequested {
+        Phase::Empty => Event::RunRequested(Box::new(RunRequested {
             run_id: "stress".into(),
             request_digest: d("req".into()),
             request_json: "{}".into(),
@@ -36,7 +36,7 @@ fn next(s: &ReplayState, started_here: bool) -> Option<Event> {
             output_dir: "-".into(),
             pvisor_version: env!("CARGO_PKG_VERSION").into(),
             model: None,
-        }),
+        })),
         Phase::Requested => Event::TrajectoryParsed(TrajectoryParsed {
             source_path: "-".into(),
             source_sha256: "sha256:-".into(),

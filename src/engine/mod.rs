@@ -27,7 +27,7 @@ use crate::request::ReplayRequest;
 
 /// How a run starts.
 pub enum Start {
-    Fresh(ReplayRequest),
+    Fresh(Box<ReplayRequest>),
     /// Continue an interrupted run. The boundary prompt, if the run has one and it is not
     /// injected yet, must be given again (it is never stored).
     Resume {
@@ -64,7 +64,10 @@ fn early(e: &RunError, req: Option<&ReplayRequest>) -> Outcome {
 pub fn run(start: Start, registry: &Registry) -> Outcome {
     let (req, journal, events) = match open(start) {
         Ok(x) => x,
-        Err((e, req)) => return early(&e, req.as_ref()),
+        Err(f) => {
+            let (e, req) = *f;
+            return early(&e, req.as_ref());
+        }
     };
     let state = match fold::fold(&events) {
         Ok(s) => s,
@@ -134,70 +137,71 @@ pub fn run(start: Start, registry: &Registry) -> Outcome {
     }
 }
 
-fn open(
-    start: Start,
-) -> Result<
-    (ReplayRequest, Journal, Vec<crate::journal::StoredEvent>),
-    (RunError, Option<ReplayRequest>),
-> {
+/// An opened run: its request, journal and events.
+type Opened = (ReplayRequest, Journal, Vec<crate::journal::StoredEvent>);
+/// Why a run could not be opened, with its request when known.
+type OpenFailure = Box<(RunError, Option<ReplayRequest>)>;
+
+fn open(start: Start) -> Result<Opened, OpenFailure> {
     match start {
         Start::Fresh(req) => {
             for d in [&req.state_dir, &req.output_dir] {
                 std::fs::create_dir_all(d).map_err(|e| {
-                    (
+                    Box::new((
                         RunError::Configuration(format!("cannot create {}: {e}", d.display())),
-                        Some(req.clone()),
-                    )
+                        Some((*req).clone()),
+                    ))
                 })?;
             }
             let (j, events, _) = Journal::open_dir(&req.state_dir)
-                .map_err(|e| (RunError::from(e), Some(req.clone())))?;
+                .map_err(|e| Box::new((RunError::from(e), Some((*req).clone()))))?;
             if events
                 .iter()
                 .any(|e| matches!(e.event, Event::RunRequested(_)))
             {
-                return Err((
+                return Err(Box::new((
                     RunError::Configuration(format!(
                         "run id `{}` already has a journal in {}",
                         req.run_id,
                         req.state_dir.display()
                     )),
-                    Some(req),
-                ));
+                    Some(*req),
+                )));
             }
-            Ok((req, j, events))
+            Ok((*req, j, events))
         }
         Start::Resume {
             path,
             boundary_user_prompt,
             accept_at_least_once,
         } => {
-            let file =
-                resolve_path(&path).map_err(|e| (RunError::Configuration(e.to_string()), None))?;
+            let file = resolve_path(&path)
+                .map_err(|e| Box::new((RunError::Configuration(e.to_string()), None)))?;
             let dir = file.parent().map(PathBuf::from).unwrap_or_default();
-            let (j, events, _) = Journal::open_dir(&dir).map_err(|e| (RunError::from(e), None))?;
+            let (j, events, _) =
+                Journal::open_dir(&dir).map_err(|e| Box::new((RunError::from(e), None)))?;
             // Intact records in an order the phase machine refuses: said before anything else.
             if let Err(e) = fold::fold(&events) {
-                return Err((
+                return Err(Box::new((
                     RunError::JournalOrder(format!("journal {}: {e}", j.path().display())),
                     None,
-                ));
+                )));
             }
             let requested = events.iter().find_map(|e| match &e.event {
                 Event::RunRequested(r) => Some(r.clone()),
                 _ => None,
             });
             let Some(r) = requested else {
-                return Err((
+                return Err(Box::new((
                     RunError::Configuration(format!(
                         "{} holds no run request: nothing to resume",
                         file.display()
                     )),
                     None,
-                ));
+                )));
             };
             let mut req = ReplayRequest::from_canonical(&r.request_json, boundary_user_prompt)
-                .map_err(|e| (RunError::Configuration(e.message), None))?;
+                .map_err(|e| Box::new((RunError::Configuration(e.message), None)))?;
             req.accept_at_least_once |= accept_at_least_once;
             Ok((req, j, events))
         }

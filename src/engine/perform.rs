@@ -16,7 +16,7 @@ use crate::request::ReplayRequest;
 
 pub fn request_event(req: &ReplayRequest, agent_version: Option<String>) -> Event {
     let canonical = req.canonical_json();
-    Event::RunRequested(RunRequested {
+    Event::RunRequested(Box::new(RunRequested {
         run_id: req.run_id.clone(),
         request_digest: digest::blake3(canonical.as_bytes()),
         request_json: canonical,
@@ -36,7 +36,7 @@ pub fn request_event(req: &ReplayRequest, agent_version: Option<String>) -> Even
         output_dir: req.output_dir.display().to_string(),
         pvisor_version: env!("CARGO_PKG_VERSION").into(),
         model: Some(req.model_upstream()),
-    })
+    }))
 }
 
 /// Read and parse the source. Returns the plan and the source's SHA-256.

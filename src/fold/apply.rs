@@ -47,7 +47,10 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
     match ev {
         Event::Recovered(r) => {
             s.recoveries.push(r.clone());
-            return Ok(finish(s, se));
+            return {
+                finish(s, se);
+                Ok(())
+            };
         }
         Event::Unknown { kind, .. } => return Err(err(s, format!("event kind {kind} is unknown to this pvisor (written by a newer version); upgrade to fold it"))),
         _ => {}
@@ -64,7 +67,7 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
             s.phase = Phase::Failed;
         }
         (Phase::Empty, Event::RunRequested(r)) => {
-            s.request = Some(r.clone());
+            s.request = Some((**r).clone());
             s.phase = Phase::Requested;
         }
         (p, Event::Resumed(_)) if p != Phase::Empty => {
@@ -412,7 +415,8 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
             .with_event(other));
         }
     }
-    Ok(finish(s, se))
+    finish(s, se);
+    Ok(())
 }
 
 trait WithEvent {

@@ -114,9 +114,7 @@ pub fn derive(s: &ReplayState) -> ReplayResult {
         });
     let failed = s.failure.is_some() || blocked.is_some();
     let has = |role: &str| s.sessions.contains_key(role);
-    let phase = if s.agent_exit.is_some() && !failed {
-        Some("continued")
-    } else if has("continued") || s.agent_exit.is_some() {
+    let phase = if has("continued") || s.agent_exit.is_some() {
         Some("continued")
     } else if has("reconstructed") {
         Some("replayed")

@@ -10,6 +10,10 @@ use std::path::{Path, PathBuf};
 pub trait Storage {
     /// Current length of the written image.
     fn len(&self) -> io::Result<u64>;
+    /// Whether nothing was written yet.
+    fn is_empty(&self) -> io::Result<bool> {
+        Ok(self.len()? == 0)
+    }
     /// A streaming reader over the written image, from offset 0.
     fn reader(&self) -> io::Result<Box<dyn Read + '_>>;
     /// Read `buf.len()` bytes at `offset` (short only at the end).

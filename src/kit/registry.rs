@@ -70,13 +70,16 @@ pub enum Package {
     },
 }
 
+/// A fix-up run in the install prefix after the package manager.
+pub type PostInstall = fn(&std::path::Path) -> Result<(), String>;
+
 /// How `pvisor agents install` installs an agent.
 #[derive(Debug, Clone, Copy)]
 pub struct Install {
     pub package: Package,
     /// A fix-up after the package manager ran, in the install prefix (e.g. linking a native
     /// binary an install script may have skipped).
-    pub post_install: Option<fn(&std::path::Path) -> Result<(), String>>,
+    pub post_install: Option<PostInstall>,
 }
 
 /// What an adapter can do (enforced by the engine before anything runs).

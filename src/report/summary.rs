@@ -3,7 +3,7 @@
 use journal_format::Event;
 
 fn short(d: &str) -> &str {
-    let d = d.split(':').last().unwrap_or(d);
+    let d = d.split(':').next_back().unwrap_or(d);
     &d[..d.len().min(12)]
 }
 

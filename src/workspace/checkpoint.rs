@@ -112,11 +112,11 @@ fn io_at(path: &Path) -> impl FnOnce(io::Error) -> CheckpointError + '_ {
 }
 
 fn mtime_ns(m: &fs::Metadata) -> i64 {
-    m.mtime() as i64 * 1_000_000_000 + m.mtime_nsec() as i64
+    m.mtime() * 1_000_000_000 + m.mtime_nsec()
 }
 
 fn ctime_ns(m: &fs::Metadata) -> i64 {
-    m.ctime() as i64 * 1_000_000_000 + m.ctime_nsec() as i64
+    m.ctime() * 1_000_000_000 + m.ctime_nsec()
 }
 
 /// Set a path's modification time (nanoseconds), leaving its access time (`utimensat`;
@@ -466,13 +466,16 @@ pub fn restore(
     let mut present = Vec::new();
     list(&ws, &ws, &exclude, &mut present)?;
     for (rel, ft) in present.iter().rev() {
-        let keep = match (m.entries.get(rel), ft) {
-            (Some(Entry::Dir { .. }), Kind::Dir) => true,
-            (Some(Entry::File { .. } | Entry::Unstored { .. }), Kind::File) => true,
-            (Some(Entry::Symlink { .. }), Kind::Symlink) => true,
-            (Some(Entry::Other), Kind::Other) => true,
-            _ => false,
-        };
+        let keep = matches!(
+            (m.entries.get(rel), ft),
+            (Some(Entry::Dir { .. }), Kind::Dir)
+                | (
+                    Some(Entry::File { .. } | Entry::Unstored { .. }),
+                    Kind::File
+                )
+                | (Some(Entry::Symlink { .. }), Kind::Symlink)
+                | (Some(Entry::Other), Kind::Other)
+        );
         if !keep {
             let p = ws.join(rel);
             if *ft == Kind::Dir {
@@ -673,10 +676,16 @@ mod tests {
         write(&ws.join("a.txt"), "a");
         let state = ws.join(".state");
         let blobs = BlobStore::new(&state);
-        let mut cp = Checkpointer::new(&ws, &[state.clone()]);
+        let mut cp = Checkpointer::new(&ws, std::slice::from_ref(&state));
         let taken = cp.take(&blobs).unwrap();
         assert_eq!(taken.entries, 1);
-        let r = restore(&ws, &[state.clone()], &blobs, &taken.manifest_blob).unwrap();
+        let r = restore(
+            &ws,
+            std::slice::from_ref(&state),
+            &blobs,
+            &taken.manifest_blob,
+        )
+        .unwrap();
         assert_eq!(r, Restored::default());
         assert!(state.join("blobs").is_dir());
     }

@@ -75,10 +75,7 @@ fn resolve(full: &Path) -> io::Result<PathBuf> {
                         if meta.file_type().is_symlink() {
                             hops += 1;
                             if hops > MAX_SYMLINK_HOPS {
-                                return Err(io::Error::new(
-                                    io::ErrorKind::Other,
-                                    "too many levels of symbolic links",
-                                ));
+                                return Err(io::Error::other("too many levels of symbolic links"));
                             }
                             let target = std::fs::read_link(&probe)?;
                             let parent = probe

@@ -213,7 +213,7 @@ impl Env {
     }
     pub fn run(&self, f: RequestFields) -> engine::Outcome {
         engine::run(
-            Start::Fresh(ReplayRequest::from_fields(f).unwrap()),
+            Start::Fresh(Box::new(ReplayRequest::from_fields(f).unwrap())),
             &registry(),
         )
     }

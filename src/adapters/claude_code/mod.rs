@@ -51,6 +51,6 @@ pub const ENTRY: AgentEntry = AgentEntry {
         boundary_prompt: true,
     },
     docs: "docs/agents/claude-code.md",
-    make: || Box::new(agent::ClaudeCode::default()),
+    make: || Box::new(agent::ClaudeCode),
 };
 pub use tools::classify;

@@ -316,14 +316,14 @@ fn build(path: &Path, records: Vec<Record>) -> Result<ParsedSession, TrajectoryE
     // Tip: among leaves, walk up to the nearest user/assistant; take the latest in the file.
     let mut tip: Option<usize> = None;
     for (i, r) in records.iter().enumerate() {
-        if !r.is_node() || r.uuid.as_deref().map_or(true, |u| has_child.contains(u)) {
+        if !r.is_node() || r.uuid.as_deref().is_none_or(|u| has_child.contains(u)) {
             continue;
         }
         let mut cur = Some(i);
         let mut steps = 0usize;
         while let Some(c) = cur {
             if is_conversational(&records[c].kind) {
-                if tip.map_or(true, |t| records[c].line > records[t].line) {
+                if tip.is_none_or(|t| records[c].line > records[t].line) {
                     tip = Some(c);
                 }
                 break;
@@ -429,12 +429,12 @@ fn build(path: &Path, records: Vec<Record>) -> Result<ParsedSession, TrajectoryE
                 .parent_uuid
                 .as_deref()
                 .and_then(|p| nodes.get(p))
-                .map_or(false, |pi| in_chain.contains(pi));
+                .is_some_and(|pi| in_chain.contains(pi));
             if !parent_in {
                 continue;
             }
             if r.kind == "assistant" {
-                if message_id_of(r).map_or(false, |id| chain_message_ids.contains(&id)) {
+                if message_id_of(r).is_some_and(|id| chain_message_ids.contains(&id)) {
                     in_chain.insert(i);
                     changed = true;
                 }

@@ -258,7 +258,7 @@ mod tests {
             json!({"role": "system", "content": [{"type": "text", "text": "env"}]})
         );
         let body = json!({"output_config": {"effort": "medium"}});
-        assert!(r.check_request(&body, &[m.clone()]).is_ok());
+        assert!(r.check_request(&body, std::slice::from_ref(&m)).is_ok());
         assert!(r.check_request(&json!({}), &[m]).is_err());
     }
 }

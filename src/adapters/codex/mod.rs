@@ -45,7 +45,7 @@ pub const ENTRY: AgentEntry = AgentEntry {
         boundary_prompt: true,
     },
     docs: "docs/agents/codex.md",
-    make: || Box::new(agent::Codex::default()),
+    make: || Box::new(agent::Codex),
 };
 
 pub use parse::{parse_bytes, parse_file, ParsedRollout};

@@ -238,7 +238,8 @@ pub fn seek(lines: &[String], pattern: &[String], start: usize, eof: bool) -> Op
     }
     let last = lines.len() - pattern.len();
     let from = if eof { last } else { start };
-    let passes: [&dyn Fn(&str, &str) -> bool; 4] = [
+    type LineEq<'a> = &'a dyn Fn(&str, &str) -> bool;
+    let passes: [LineEq; 4] = [
         &|a, b| a == b,
         &|a, b| a.trim_end() == b.trim_end(),
         &|a, b| a.trim() == b.trim(),

@@ -495,13 +495,13 @@ fn parse_grep(w: &[String]) -> Option<PrintedFile> {
                 || (rg && (a == "--after-context" || a == "--before-context" || a == "--context"))
             {
                 i += 1;
-                if !w.get(i).map_or(false, |v| digits(v)) {
+                if !w.get(i).is_some_and(|v| digits(v)) {
                     return None;
                 }
             } else if (a.len() > 2 && ["-A", "-B", "-C"].contains(&&a[..2]) && digits(&a[2..]))
                 || ["--after-context=", "--before-context=", "--context="]
                     .iter()
-                    .any(|p| a.strip_prefix(p).map_or(false, digits))
+                    .any(|p| a.strip_prefix(p).is_some_and(digits))
                 || (if rg {
                     short_ok(a, "iSswxFnNHUP")
                 } else {
@@ -578,7 +578,7 @@ fn printed_files(command: &str) -> Vec<PrintedFile> {
             None => {
                 let t = seg.trim_start();
                 let benign = ["echo", "printf", "true", ":"].iter().any(|b| {
-                    t.strip_prefix(b).map_or(false, |rest| {
+                    t.strip_prefix(b).is_some_and(|rest| {
                         rest.is_empty()
                             || !rest.starts_with(|c: char| c.is_alphanumeric() || c == '_')
                     })
@@ -789,7 +789,7 @@ fn stale_read_hint(command: &str, cx: &Cx<'_>, started_floor_ms: i64) -> Option<
             let Some(st) = cx.state.read_files.get(*p) else {
                 return false;
             };
-            super::mtime_ms(p).map_or(false, |m| m > started_floor_ms && m > st.timestamp)
+            super::mtime_ms(p).is_ok_and(|m| m > started_floor_ms && m > st.timestamp)
         })
         .collect();
     if modified.is_empty() {
@@ -881,7 +881,7 @@ mod tests {
     fn printed_file_parsers() {
         let one = |c: &str| printed_files(c);
         assert_eq!(one("cat a.txt"), vec![PrintedFile::whole("a.txt".into())]);
-        assert_eq!(one("cat -n 'my file'")[0].numbered, true);
+        assert!(one("cat -n 'my file'")[0].numbered);
         assert_eq!(one("head -n 5 x")[0].end, Some(5));
         assert_eq!(one("head x")[0].end, Some(10));
         assert_eq!(one("tail -3 x")[0].tail, Some(3));

@@ -82,7 +82,7 @@ fn unescape_u(s: &str) -> String {
             i += 2;
             continue;
         }
-        if chars[i] == '\\' && i + 5 < chars.len() + 0 && chars[i + 1] == 'u' {
+        if chars[i] == '\\' && i + 5 < chars.len() && chars[i + 1] == 'u' {
             let hex: String = chars[i + 2..(i + 6).min(chars.len())].iter().collect();
             if hex.len() == 4 && hex.chars().all(|c| c.is_ascii_hexdigit()) {
                 if let Some(c) = u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
@@ -234,7 +234,7 @@ fn normalize_input(input: &Value) -> Value {
             ("old_str", "old_string"),
             ("new_str", "new_string"),
         ] {
-            if !m.contains_key(name) && m.get(alias).map_or(false, Value::is_string) {
+            if !m.contains_key(name) && m.get(alias).is_some_and(Value::is_string) {
                 if let Some(x) = m.remove(alias) {
                     m.insert(name.into(), x);
                 }
@@ -292,7 +292,7 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
     let guard_skipped = cx.config.read_guard == ReadGuard::Skip;
     let last = cx.state.read_files.get(&path).cloned();
     let applies = !old.is_empty()
-        && find_actual(&content, old).map_or(false, |a| replace_all || !occurs_twice(&content, &a));
+        && find_actual(&content, old).is_some_and(|a| replace_all || !occurs_twice(&content, &a));
     let mtime = mtime_ms(&path).map_err(|e| io_error(TOOL, e))?;
     let mut stale = false;
     if !old.is_empty() {
@@ -375,7 +375,7 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
             timestamp: ts,
             offset: None,
             limit: None,
-            is_partial_view: last.as_ref().map_or(false, |s| s.is_partial_view),
+            is_partial_view: last.as_ref().is_some_and(|s| s.is_partial_view),
             content_not_in_model_context: not_in_context,
         },
     );

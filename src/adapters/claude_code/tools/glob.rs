@@ -129,7 +129,7 @@ pub(crate) fn list(root: &Path, pattern: &str) -> Result<Vec<PathBuf>, String> {
     for entry in walker.flatten() {
         // Without --follow ripgrep lists regular files only (a symlink's own type is not
         // "file"), so links are skipped like in `rg --files`.
-        if entry.depth() > 0 && entry.file_type().map_or(false, |t| t.is_file()) {
+        if entry.depth() > 0 && entry.file_type().is_some_and(|t| t.is_file()) {
             let mtime = std::fs::symlink_metadata(entry.path())
                 .and_then(|m| m.modified())
                 .unwrap_or(SystemTime::UNIX_EPOCH);
@@ -138,6 +138,6 @@ pub(crate) fn list(root: &Path, pattern: &str) -> Result<Vec<PathBuf>, String> {
     }
     // ripgrep walks single-threaded in directory order (`read_dir`) when sorting, then
     // sorts stably by modification time: equal times keep the directory order.
-    found.sort_by(|a, b| a.0.cmp(&b.0));
+    found.sort_by_key(|a| a.0);
     Ok(found.into_iter().map(|(_, p)| p).collect())
 }

@@ -196,7 +196,7 @@ fn content_lines(data: &[u8], re: &Regex, o: &Options) -> Vec<Line> {
     if o.only_matching {
         let mut last: Option<usize> = None;
         for (n, text) in only {
-            if o.context_breaks && last.map_or(false, |l| n > l + 1) {
+            if o.context_breaks && last.is_some_and(|l| n > l + 1) {
                 out.push(Line::Break);
             }
             out.push(Line::Text {
@@ -223,9 +223,7 @@ fn content_lines(data: &[u8], re: &Regex, o: &Options) -> Vec<Line> {
     let is_match = {
         let mut v = vec![false; starts.len()];
         for &(a, b) in &matched {
-            for x in a..=b.min(starts.len() - 1) {
-                v[x] = true;
-            }
+            v[a..=b.min(starts.len() - 1)].fill(true);
         }
         v
     };
@@ -233,16 +231,14 @@ fn content_lines(data: &[u8], re: &Regex, o: &Options) -> Vec<Line> {
     for &(a, b) in &matched {
         let lo = a.saturating_sub(o.before);
         let hi = (b + o.after).min(total.saturating_sub(1).max(b));
-        for x in lo..=hi.min(starts.len() - 1) {
-            shown[x] = true;
-        }
+        shown[lo..=hi.min(starts.len() - 1)].fill(true);
     }
     let mut last: Option<usize> = None;
     for i in 0..starts.len() {
         if !shown[i] {
             continue;
         }
-        if o.context_breaks && last.map_or(false, |l| i > l + 1) {
+        if o.context_breaks && last.is_some_and(|l| i > l + 1) {
             out.push(Line::Break);
         }
         let m = is_match[i];
@@ -434,10 +430,8 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
             a.unwrap_or(0).max(0) as usize,
         ),
     };
-    let context_breaks = [context, c, b, a]
-        .iter()
-        .any(|v| v.map_or(false, |x| x > 0))
-        && mode == Mode::Content;
+    let context_breaks =
+        [context, c, b, a].iter().any(|v| v.is_some_and(|x| x > 0)) && mode == Mode::Content;
     let opts = Options {
         before,
         after,
@@ -508,7 +502,7 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
         let mut v: Vec<PathBuf> = wb
             .build()
             .flatten()
-            .filter(|e| e.file_type().map_or(false, |t| t.is_file()))
+            .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
             .map(|e| e.into_path())
             .collect();
         v.sort();

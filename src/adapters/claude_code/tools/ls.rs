@@ -26,7 +26,7 @@ const MAX_FILES: usize = 1000;
 fn skip(path: &Path) -> bool {
     let s = path.to_string_lossy();
     path.file_name()
-        .map_or(false, |n| n.to_string_lossy().starts_with('.'))
+        .is_some_and(|n| n.to_string_lossy().starts_with('.'))
         || s.contains("__pycache__/")
 }
 
@@ -100,7 +100,7 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
         };
         for e in rd.flatten() {
             let p = e.path();
-            if e.file_type().map_or(false, |t| t.is_dir()) {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
                 queue.push_back(p);
             } else {
                 if skip(&p) {

@@ -472,7 +472,7 @@ pub(crate) fn opt_int(tool: &str, input: &Value, key: &str) -> Result<Option<i64
 pub(crate) fn null_byte_check(tool: &str, fields: &[(&str, Option<&str>)]) -> Option<Output> {
     fields
         .iter()
-        .find(|(_, v)| v.map_or(false, |s| s.contains('\0')))
+        .find(|(_, v)| v.is_some_and(|s| s.contains('\0')))
         .map(|(k, _)| {
             Output::validation(format!(
                 "{tool} {k} cannot contain null bytes (\\0). Remove the null byte and try again."

@@ -25,7 +25,7 @@ const INVALID: &str =
 fn valid_cells(nb: &Value) -> bool {
     nb.get("cells")
         .and_then(Value::as_array)
-        .map_or(false, |cells| {
+        .is_some_and(|cells| {
             cells.iter().all(|c| {
                 c.is_object()
                     && match c.get("source") {
@@ -180,7 +180,7 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
             };
             let has_attachments = cell
                 .get("attachments")
-                .map_or(false, |a| a.as_object().map_or(false, |o| !o.is_empty()));
+                .is_some_and(|a| a.as_object().is_some_and(|o| !o.is_empty()));
             if cell_type == Some("code")
                 && cell.get("cell_type").and_then(Value::as_str) != Some("code")
                 && has_attachments

@@ -270,10 +270,10 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
     let limit = opt_int(TOOL, input, "limit")?;
     let pages = opt_str(TOOL, input, "pages")?;
     let allow_large = opt_bool(TOOL, input, "allow_large")?.unwrap_or(false);
-    if offset.map_or(false, |o| o < 0) {
+    if offset.is_some_and(|o| o < 0) {
         return Err(super::bad_input(TOOL, "`offset` must be 0 or more"));
     }
-    if limit.map_or(false, |l| l <= 0) {
+    if limit.is_some_and(|l| l <= 0) {
         return Err(super::bad_input(TOOL, "`limit` must be more than 0"));
     }
     if let Some(out) = null_byte_check(TOOL, &[("file_path", Some(file_path))]) {

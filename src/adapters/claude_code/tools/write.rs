@@ -126,7 +126,7 @@ pub(crate) fn write_text(
 /// `IJt`: keep the BOM of the previous content.
 pub(crate) fn keep_bom(previous: Option<&str>, text: &str) -> String {
     if !text.is_empty()
-        && previous.map_or(false, |p| p.starts_with('\u{feff}'))
+        && previous.is_some_and(|p| p.starts_with('\u{feff}'))
         && !text.starts_with('\u{feff}')
     {
         format!("\u{feff}{text}")
@@ -178,7 +178,7 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
                             && read_existing(&path)
                                 .ok()
                                 .flatten()
-                                .map_or(false, |e| normalize(&e.raw) == st.content);
+                                .is_some_and(|e| normalize(&e.raw) == st.content);
                         if !same {
                             return Ok(Output::validation(MODIFIED_SINCE_READ));
                         }
@@ -213,7 +213,7 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
             content_not_in_model_context: false,
         },
     );
-    let updated = existing.as_ref().map_or(false, |e| !e.raw.is_empty());
+    let updated = existing.as_ref().is_some_and(|e| !e.raw.is_empty());
     let text = if updated {
         format!("The file {file_path} has been updated successfully.{FILE_STATE_CURRENT}")
     } else {
