@@ -171,6 +171,8 @@ fn every_documented_exit_code_is_produced() {
         "--prepare-only",
         "--state-dir",
         &tmp.path().join("s11").display().to_string(),
+        "--output-dir",
+        &tmp.path().join("o11").display().to_string(),
     ]);
     expect(&r, exit::UNSUPPORTED, "unsupported_agent", "11");
     seen.insert(r.code);

@@ -1,0 +1,394 @@
+//! The adapter conformance kit: one test binary, every registered adapter on its fixtures,
+//! through the command line, with the real agent CLI against the scripted model server
+//! (127.0.0.1). Each replay runs at the recording's path in a private mount namespace.
+//!
+//! Checks, for every fixture:
+//! - parse → rebuild keeps the native records it does not change byte-identical;
+//! - a boundary is never inside a batch, and one beyond the last complete batch is a
+//!   trajectory error naming `after_step`;
+//! - `--prepare-only` runs nothing and leaves the workspace (names, bytes, mtimes) untouched;
+//! - `--replay-only` regenerates observations equal to the recorded ones (declared dynamic
+//!   fields aside), and fold(journal) is the printed result;
+//! - the continuation with the real CLI sends, at every boundary, a first request equal to
+//!   the original request N+1 except the declared dynamic fields; a budget of two live steps
+//!   ends in `max_steps` when both scripted replies call tools;
+//! - the drift matrix: the agent 3 days ahead and 1 day back (libfaketime), another TZ for
+//!   pvisor, the recorded host facts edited — the first request is still the original one;
+//! - a kill subset: failpoints in the replay, at the rebuild and during the continuation,
+//!   resumed (a continuation 3 days later) to the uninterrupted run's outcome — or, for an
+//!   adapter that cannot resume a live continuation, refused with exit 11 before anything
+//!   runs;
+//! - a damaged record is a trajectory error naming its line.
+//!
+//! Adding an adapter: one line in [`ADAPTERS`] and its fixtures module (docs/adding-an-agent.md).
+
+#[path = "support/claude.rs"]
+mod claude;
+#[path = "support/codex.rs"]
+mod codex;
+#[path = "support/ns.rs"]
+mod ns;
+
+#[path = "conformance/claude_code.rs"]
+mod claude_code;
+#[path = "conformance/codex_cli.rs"]
+mod codex_cli;
+#[path = "conformance/kit.rs"]
+mod kit;
+
+use kit::{differences, file_states, main_requests, outcome, refold, Fixture};
+use serde_json::Value;
+
+/// Every registered adapter with its fixtures.
+const ADAPTERS: &[(&str, fn() -> Vec<Fixture>)] = &[
+    ("claude-code", claude_code::fixtures),
+    ("codex", codex_cli::fixtures),
+];
+
+fn fixtures() -> Vec<Fixture> {
+    ADAPTERS.iter().flat_map(|(_, f)| f()).collect()
+}
+
+#[test]
+fn every_registered_adapter_is_in_the_kit() {
+    let registered: Vec<&str> = pvisor::adapters::AGENTS.iter().map(|a| a.name).collect();
+    let kit: Vec<&str> = ADAPTERS.iter().map(|(n, _)| *n).collect();
+    assert_eq!(registered, kit);
+    for (name, f) in ADAPTERS {
+        assert!(!f().is_empty(), "{name} has no fixture");
+    }
+}
+
+fn prepared_artifact(r: &Value) -> std::path::PathBuf {
+    r["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["role"] == "prepared_native_session")
+        .and_then(|a| a["path"].as_str())
+        .map(std::path::PathBuf::from)
+        .expect("a prepared session artifact")
+}
+
+#[test]
+fn parse_and_rebuild_keep_untouched_records_byte_identical() {
+    for f in fixtures() {
+        let plan = f.plan();
+        let n = plan.max_boundary();
+        let case = f.case();
+        let r = f.replay(&case, "rt", n, None, &["--prepare-only".into()]);
+        let r = r.ok(&f.name).clone();
+        let source = std::fs::read_to_string(&f.trajectory).unwrap();
+        let lines: std::collections::HashSet<&str> = source.lines().collect();
+        let prepared = std::fs::read_to_string(prepared_artifact(&r)).unwrap();
+        for (i, l) in prepared.lines().enumerate() {
+            assert!(
+                lines.contains(l),
+                "{} N={n}: prepared record {} is not a byte-identical record of the source: {}",
+                f.name,
+                i + 1,
+                &l[..l.len().min(200)]
+            );
+        }
+        eprintln!(
+            "{}: {} records kept byte for byte",
+            f.name,
+            prepared.lines().count()
+        );
+    }
+}
+
+#[test]
+fn the_boundary_is_never_inside_a_batch() {
+    for f in fixtures() {
+        let plan = f.plan();
+        let max = plan.max_boundary();
+        assert!(max >= 1, "{}", f.name);
+        assert!(plan.batches[..max]
+            .iter()
+            .all(|b| b.complete && !b.calls.is_empty()));
+        assert!(
+            plan.batches
+                .windows(2)
+                .all(|w| w[0].model_turn < w[1].model_turn),
+            "{}: a batch is the calls of one model reply",
+            f.name
+        );
+        let case = f.case();
+        let r = f.replay(&case, "beyond", max + 1, None, &["--prepare-only".into()]);
+        assert_eq!(r.code, 10, "{}: {}", f.name, r.result);
+        let msg = r.result["failure"]["message"].as_str().unwrap();
+        assert!(msg.contains("after_step"), "{}: {msg}", f.name);
+    }
+}
+
+#[test]
+fn prepare_only_runs_nothing_and_touches_nothing() {
+    for f in fixtures() {
+        for n in 1..=f.plan().max_boundary() {
+            let case = f.case();
+            let ws = case.fresh().join(f.original_cwd.file_name().unwrap());
+            std::fs::create_dir_all(&ws).unwrap();
+            (f.seed)(&ws);
+            let before = file_states(&ws);
+            let r = f.replay(&case, "p", n, None, &["--prepare-only".into()]);
+            let r = r.ok(&format!("{} N={n}", f.name)).clone();
+            assert_eq!(r["phase"], "prepared");
+            assert_eq!(r["replayed_tool_calls"], 0);
+            assert!(
+                file_states(&ws) == before,
+                "{} N={n}: prepare-only touched the workspace",
+                f.name
+            );
+            assert_eq!(refold(&case.state("p")), r, "{} N={n}", f.name);
+        }
+    }
+}
+
+#[test]
+fn replay_only_regenerates_the_recorded_observations() {
+    for f in fixtures() {
+        let plan = f.plan();
+        for n in 1..=plan.max_boundary() {
+            let case = f.case();
+            let r = f.replay(&case, "r", n, None, &["--replay-only".into()]);
+            let r = r.ok(&format!("{} N={n}", f.name)).clone();
+            assert_eq!(r["phase"], "replayed");
+            let cmp =
+                std::fs::read_to_string(case.root.path().join("out/r/observation-comparison.json"))
+                    .unwrap_or_default();
+            assert_eq!(
+                r["metadata"]["observations"]["different"], 0,
+                "{} N={n}: {cmp}",
+                f.name
+            );
+            let calls: usize = plan.batches[..n].iter().map(|b| b.calls.len()).sum();
+            assert_eq!(r["replayed_tool_calls"], calls as u64);
+            assert_eq!(refold(&case.state("r")), r, "{} N={n}", f.name);
+        }
+    }
+}
+
+/// Continue at boundary `n` with two live steps in `case`, and check request 1.
+fn continue_and_check(
+    f: &Fixture,
+    case: &ns::Case,
+    id: &str,
+    n: usize,
+    trajectory: Option<&std::path::Path>,
+) -> Value {
+    let plan = f.plan();
+    let entry = case.wrap(&(f.entrypoint)());
+    let r = f.replay(
+        case,
+        id,
+        n,
+        trajectory,
+        &f.continue_args(&plan, n, 2, &entry),
+    );
+    let label = format!("{} N={n} {id}", f.name);
+    let r = r.ok(&label).clone();
+    assert_eq!(r["phase"], "continued", "{label}");
+    assert_eq!(
+        r["metadata"]["bridge"]["first_request_ends_at_boundary"], true,
+        "{label}: {r}"
+    );
+    let got = main_requests(&case.state(id).join("logs/scripted-model.jsonl"));
+    let orig = f.original_after(&plan, n);
+    let d = differences(&(f.mask)(&orig["body"]), &(f.mask)(&got[0]["body"]));
+    assert!(
+        d.is_empty(),
+        "{label}: request 1 differs from the original request N+1 at {d:?}"
+    );
+    r
+}
+
+#[test]
+fn continuation_sends_the_original_next_request_at_every_boundary() {
+    for f in fixtures() {
+        let plan = f.plan();
+        for n in 1..=plan.max_boundary() {
+            let case = f.case();
+            let r = continue_and_check(&f, &case, "c", n, None);
+            assert_eq!(
+                refold(&case.state("c")),
+                r,
+                "{} N={n}: fold != result",
+                f.name
+            );
+            let prefix = plan.batches[n - 1].model_turn;
+            let both_call_tools = f.turn_calls_tools(prefix) && f.turn_calls_tools(prefix + 1);
+            let want = if both_call_tools {
+                "max_steps"
+            } else {
+                "completed"
+            };
+            assert_eq!(r["agent_status"], want, "{} N={n}: {r}", f.name);
+            let steps = r["continued_steps"].as_u64().unwrap();
+            assert!(
+                (1..=2).contains(&steps),
+                "{} N={n}: {steps} live steps",
+                f.name
+            );
+            eprintln!("{} N={n}: continued ({want}, {steps} live steps)", f.name);
+        }
+    }
+}
+
+#[test]
+fn drift_matrix_another_day_zone_and_host() {
+    for f in fixtures() {
+        let n = f.plan().max_boundary().div_ceil(2);
+        // (b) the agent 3 days ahead, 1 day back.
+        for ft in ["+3d", "-1d"] {
+            let mut case = f.case();
+            case.set_faketime(Some(ft));
+            continue_and_check(&f, &case, &format!("ft{ft}"), n, None);
+        }
+        // (c) another zone for pvisor.
+        let mut case = f.case();
+        case.env.push(("TZ".into(), "Pacific/Kiritimati".into()));
+        continue_and_check(&f, &case, "tz", n, None);
+        // (d) the recorded host facts edited to values that surely differ from this host's.
+        for (label, edit) in &f.host_fact_edits {
+            let case = f.case();
+            let edited = case.root.path().join("edited-trajectory");
+            let text = std::fs::read_to_string(&f.trajectory).unwrap();
+            let changed = edit(&text);
+            assert_ne!(
+                changed, text,
+                "{}: the edit `{label}` changed nothing",
+                f.name
+            );
+            std::fs::write(&edited, changed).unwrap();
+            continue_and_check(&f, &case, "edited", n, Some(&edited));
+            let audit = std::process::Command::new(env!("CARGO_BIN_EXE_pvisor"))
+                .args(["journal", "audit"])
+                .arg(case.state("edited"))
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&audit.stdout);
+            assert!(audit.status.success(), "{}: {text}", f.name);
+            assert!(
+                text.contains("host/time snapshots set to this host"),
+                "{} `{label}`: the neutralized facts are listed: {text}",
+                f.name
+            );
+        }
+        eprintln!("{} N={n}: drift matrix ok", f.name);
+    }
+}
+
+/// The sequence number of the first event `pred` picks in the run `id` of `case`.
+fn seq_of(case: &ns::Case, id: &str, pred: impl Fn(&journal_format::Event) -> bool) -> u64 {
+    let mut seq = None;
+    pvisor::journal::read_events(&case.state(id).join("journal.pvj"), |e| {
+        if seq.is_none() && pred(&e.event) {
+            seq = Some(e.seq);
+        }
+        Ok(())
+    })
+    .unwrap();
+    seq.expect("the event is in the uninterrupted run")
+}
+
+#[test]
+fn kill_subset_resumes_to_the_same_result() {
+    use journal_format::event::SessionRole;
+    use journal_format::Event;
+    for f in fixtures()
+        .into_iter()
+        .filter(|f| f.name.ends_with("/five-step") || f.name.ends_with("/genuine"))
+    {
+        let agent = *pvisor::adapters::registry().get(f.agent).unwrap();
+        let plan = f.plan();
+        let n = plan.max_boundary().div_ceil(2);
+        let whole_case = f.case();
+        let whole = continue_and_check(&f, &whole_case, "whole", n, None);
+        let points: Vec<(&str, u64)> = vec![
+            (
+                "a call of the prefix started",
+                seq_of(&whole_case, "whole", |e| {
+                    matches!(e, Event::ToolCallStarted(_))
+                }),
+            ),
+            (
+                "the session rebuilt",
+                seq_of(
+                    &whole_case,
+                    "whole",
+                    |e| matches!(e, Event::SessionWritten(w) if w.role == SessionRole::Reconstructed),
+                ),
+            ),
+            (
+                "live step 1 released to the agent",
+                seq_of(&whole_case, "whole", |e| {
+                    matches!(e, Event::ContinuationStep(_))
+                }),
+            ),
+        ];
+        let live_from = points[2].1;
+        for (what, seq) in points {
+            let mut case = f.case();
+            let entry = case.wrap(&(f.entrypoint)());
+            case.env
+                .push(("PVISOR_FAILPOINT".into(), format!("after-event:{seq}")));
+            let r = f.replay(&case, "k", n, None, &f.continue_args(&plan, n, 2, &entry));
+            assert_ne!(
+                r.code, 0,
+                "{} ({what}): the failpoint stops the run",
+                f.name
+            );
+            case.env.clear();
+            // Resumed three days later.
+            case.set_faketime(Some("+3d"));
+            let r = f.resume(&case, "k");
+            if seq >= live_from && !agent.capabilities.resume_live {
+                assert_eq!(
+                    r.code, 11,
+                    "{} ({what}): {}\n{}",
+                    f.name, r.result, r.stderr
+                );
+                assert!(
+                    r.stderr.contains("cannot resume a continuation"),
+                    "{}: {}",
+                    f.name,
+                    r.stderr
+                );
+                eprintln!(
+                    "{} ({what}): resume refused, as its capabilities say",
+                    f.name
+                );
+                continue;
+            }
+            let resumed = r.ok(&format!("{} ({what})", f.name)).clone();
+            assert_eq!(
+                outcome(&resumed),
+                outcome(&whole),
+                "{} ({what}): the resumed run ends as the uninterrupted one",
+                f.name
+            );
+            eprintln!(
+                "{} ({what}): resumed 3 days later to the same outcome",
+                f.name
+            );
+        }
+    }
+}
+
+#[test]
+fn a_damaged_record_is_a_trajectory_error_naming_its_line() {
+    for f in fixtures() {
+        let text = std::fs::read_to_string(&f.trajectory).unwrap();
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines[2] = "{\"type\": broken";
+        let case = f.case();
+        let bad = case.root.path().join("damaged");
+        std::fs::write(&bad, lines.join("\n") + "\n").unwrap();
+        let r = f.replay(&case, "d", 1, Some(&bad), &["--prepare-only".into()]);
+        assert_eq!(r.code, 10, "{}: {}", f.name, r.result);
+        let msg = r.result["failure"]["message"].as_str().unwrap();
+        assert!(msg.contains("damaged:3:"), "{}: {msg}", f.name);
+        assert!(r.stderr.contains("\nhint: "), "{}", r.stderr);
+    }
+}

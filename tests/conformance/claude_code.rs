@@ -1,0 +1,64 @@
+//! Claude Code fixtures of the conformance kit: sessions recorded with the real 2.1.332.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::claude;
+use crate::kit::{main_requests, Fixture};
+
+fn seed(w: &Path, name: &str) {
+    claude::copy_tree(
+        &claude::recorded_dir().join(name).join("workspace-before"),
+        w,
+    );
+    claude::set_mtimes(w, claude::SEED_MTIME);
+}
+
+/// The device id of a fresh `~/.claude.json` is the one declared dynamic field.
+fn mask(body: &Value) -> Value {
+    let mut b = body.clone();
+    if let Some(m) = b.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("user_id");
+    }
+    b
+}
+
+/// The recorded kernel edited to a value that surely differs from this host's (the
+/// model-visible `rendered` text stays as recorded).
+fn edited_kernel(text: &str) -> String {
+    regex::Regex::new(r#""osVersion":"[^"]*""#)
+        .unwrap()
+        .replace_all(text, r#""osVersion":"Linux 9.9.9-drift""#)
+        .into_owned()
+}
+
+pub fn fixtures() -> Vec<Fixture> {
+    [
+        "five-step",
+        "search-errors",
+        "edits",
+        "parallel-order-2.1.332",
+    ]
+    .into_iter()
+    .map(|name| {
+        let dir = claude::recorded_dir().join(name);
+        let meta: Value =
+            serde_json::from_slice(&std::fs::read(dir.join("meta.json")).unwrap()).unwrap();
+        let mut originals = main_requests(&dir.join("requests.jsonl"));
+        originals.extend(main_requests(&dir.join("requests-resume.jsonl")));
+        Fixture {
+            name: format!("claude-code/{name}"),
+            agent: "claude-code",
+            trajectory: dir.join("session.jsonl"),
+            original_cwd: PathBuf::from(meta["cwd"].as_str().unwrap()),
+            seed: std::sync::Arc::new(move |w: &Path| seed(w, name)),
+            script: dir.join("script.json"),
+            originals,
+            entrypoint: claude::claude_entrypoint,
+            mask,
+            host_fact_edits: vec![("kernel 9.9.9-drift", edited_kernel)],
+        }
+    })
+    .collect()
+}

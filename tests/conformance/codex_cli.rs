@@ -1,0 +1,71 @@
+//! Codex fixtures of the conformance kit: the genuine 0.149.0 rollout and two recordings.
+
+use std::path::{Path, PathBuf};
+
+use crate::codex;
+use crate::kit::{main_requests, Fixture};
+
+fn manifest() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The stored (never model-visible) zone and date edited: Codex takes the zone name from
+/// /etc/localtime and the date from its TZ; both must be set to what it will see.
+fn edited_zone_and_date(text: &str) -> String {
+    let tz = regex::Regex::new(r#""timezone":\s*"[^"]*""#).unwrap();
+    let date = regex::Regex::new(r#""current_date":\s*"[^"]*""#).unwrap();
+    text.split_inclusive('\n')
+        .map(|l| {
+            if l.contains("\"type\":\"world_state\"") {
+                let l = tz.replace_all(l, r#""timezone":"Pacific/Kiritimati""#);
+                date.replace_all(&l, r#""current_date":"2020-01-01""#)
+                    .into_owned()
+            } else {
+                l.to_string()
+            }
+        })
+        .collect()
+}
+
+pub fn fixtures() -> Vec<Fixture> {
+    let g = manifest().join("tests/fixtures/codex/genuine");
+    let mut genuine = main_requests(&g.join("requests-run1.jsonl"));
+    genuine.extend(main_requests(&g.join("requests-resume.jsonl")));
+    let mut v = vec![Fixture {
+        name: "codex/genuine".into(),
+        agent: "codex",
+        trajectory: g.join("rollout-final.jsonl"),
+        original_cwd: PathBuf::from("/tmp/realagent-codex.BU6ewi/work"),
+        seed: std::sync::Arc::new(|_: &Path| {}),
+        script: manifest().join("tests/fixtures/codex/five-step/script.json"),
+        originals: genuine,
+        entrypoint: codex::codex_entrypoint,
+        mask: codex::masked,
+        host_fact_edits: vec![(
+            "zone Pacific/Kiritimati, date 2020-01-01",
+            edited_zone_and_date,
+        )],
+    }];
+    // Every recording under tests/fixtures/codex/recorded/ is a fixture.
+    for name in codex::recorded_names() {
+        let dir = codex::recorded_dir().join(&name);
+        let before = dir.join("workspace-before");
+        v.push(Fixture {
+            name: format!("codex/{name}"),
+            agent: "codex",
+            trajectory: dir.join("rollout.jsonl"),
+            original_cwd: codex::fixed_work(&name),
+            seed: std::sync::Arc::new(move |w: &Path| {
+                if before.is_dir() {
+                    codex::copy_dir(&before, w)
+                }
+            }),
+            script: dir.join("script.json"),
+            originals: main_requests(&dir.join("requests.jsonl")),
+            entrypoint: codex::codex_entrypoint,
+            mask: codex::masked,
+            host_fact_edits: vec![],
+        });
+    }
+    v
+}

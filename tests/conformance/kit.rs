@@ -1,0 +1,213 @@
+//! The adapter conformance kit: what a fixture declares, and the shared machinery every
+//! check uses (running `pvisor` at the recording's path in a private mount namespace,
+//! finding the original request that followed a boundary, comparing requests).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::ns::Case;
+
+/// One recorded session of one adapter, with everything the checks need.
+pub struct Fixture {
+    /// `<agent>/<recording>`, for messages.
+    pub name: String,
+    /// The agent name on the command line.
+    pub agent: &'static str,
+    /// The native trajectory.
+    pub trajectory: PathBuf,
+    /// The recording's workspace path (the replay runs there, in its own namespace).
+    pub original_cwd: PathBuf,
+    /// Fill a fresh workspace as it was before the recorded run.
+    pub seed: std::sync::Arc<dyn Fn(&Path) + Send + Sync>,
+    /// The model script the recording played (its later turns drive the continuation).
+    pub script: PathBuf,
+    /// The original main requests, in order (the scripted server's logs).
+    pub originals: Vec<Value>,
+    /// The agent CLI (installed when missing; never skipped).
+    pub entrypoint: fn() -> PathBuf,
+    /// The request body without its declared dynamic fields (ids of a fresh home, turn
+    /// metadata, wall times), so that the rest can be compared byte for byte.
+    pub mask: fn(&Value) -> Value,
+    /// Recorded host/time facts edited to values that surely differ from this host's:
+    /// `(label, edit of the trajectory text)`; the continuation must neutralize them.
+    pub host_fact_edits: Vec<(&'static str, fn(&str) -> String)>,
+}
+
+impl Fixture {
+    pub fn plan(&self) -> pvisor::kit::Plan {
+        let adapter = (pvisor::adapters::registry()
+            .get(self.agent)
+            .expect("registered")
+            .make)();
+        adapter
+            .parse(&self.trajectory, &std::fs::read(&self.trajectory).unwrap())
+            .unwrap_or_else(|e| panic!("{}: {e}", self.name))
+    }
+
+    /// A replay case at the recording's path.
+    pub fn case(&self) -> Case {
+        Case::new(&self.original_cwd.display().to_string())
+    }
+
+    /// `pvisor replay` of `trajectory` (default: the fixture's) at boundary `n`.
+    pub fn replay(
+        &self,
+        case: &Case,
+        id: &str,
+        n: usize,
+        trajectory: Option<&Path>,
+        extra: &[String],
+    ) -> Ran {
+        let mut args: Vec<String> = [
+            "replay",
+            "--agent",
+            self.agent,
+            "--run-id",
+            id,
+            "--after-step",
+            &n.to_string(),
+            "--trajectory",
+            &trajectory.unwrap_or(&self.trajectory).display().to_string(),
+            "--workspace",
+            &self.original_cwd.display().to_string(),
+            "--state-dir",
+            &case.root.path().join("state").display().to_string(),
+            "--output-dir",
+            &case.root.path().join("out").display().to_string(),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        args.extend(extra.iter().cloned());
+        let (code, result, stderr) = case.pvisor(&args, |w| (self.seed)(w));
+        Ran {
+            code,
+            result,
+            stderr,
+        }
+    }
+
+    pub fn resume(&self, case: &Case, id: &str) -> Ran {
+        let args = vec![
+            "replay".to_string(),
+            "--resume-journal".into(),
+            case.state(id).display().to_string(),
+        ];
+        let (code, result, stderr) = case.pvisor(&args, |w| (self.seed)(w));
+        Ran {
+            code,
+            result,
+            stderr,
+        }
+    }
+
+    /// Flags of a continuation with `budget` live steps after boundary `n`.
+    pub fn continue_args(
+        &self,
+        plan: &pvisor::kit::Plan,
+        n: usize,
+        budget: usize,
+        entry: &Path,
+    ) -> Vec<String> {
+        let max = plan.batches[n - 1].model_turn + budget;
+        vec![
+            "--max-steps".into(),
+            max.to_string(),
+            "--agent-entrypoint".into(),
+            entry.display().to_string(),
+            "--model-script".into(),
+            self.script.display().to_string(),
+        ]
+    }
+
+    /// The original main request that followed batch `n`: the first that carries the
+    /// result of the batch's last call.
+    pub fn original_after(&self, plan: &pvisor::kit::Plan, n: usize) -> &Value {
+        let id = &plan.batches[n - 1].calls.last().unwrap().call_id;
+        self.originals
+            .iter()
+            .find(|r| carries_result(&r["body"], id))
+            .unwrap_or_else(|| panic!("{}: no original request carries {id}", self.name))
+    }
+
+    /// Whether scripted turn `k` (0-based over the whole run) calls tools.
+    pub fn turn_calls_tools(&self, k: usize) -> bool {
+        let s: Value = serde_json::from_slice(&std::fs::read(&self.script).unwrap()).unwrap();
+        s["turns"]
+            .get(k)
+            .and_then(|t| t["tool_calls"].as_array())
+            .is_some_and(|a| !a.is_empty())
+    }
+}
+
+pub struct Ran {
+    pub code: i32,
+    pub result: Value,
+    pub stderr: String,
+}
+
+impl Ran {
+    pub fn ok(&self, label: &str) -> &Value {
+        assert_eq!(self.code, 0, "{label}: {}\n{}", self.result, self.stderr);
+        &self.result
+    }
+}
+
+/// Does a request body hold the result of call `id` (any protocol: an Anthropic
+/// `tool_result`, a Responses `*_output` item, a Chat `tool` message)?
+pub fn carries_result(v: &Value, id: &str) -> bool {
+    match v {
+        Value::Object(o) => {
+            let ty = o.get("type").and_then(Value::as_str).unwrap_or("");
+            let hit = (ty == "tool_result"
+                && o.get("tool_use_id").and_then(Value::as_str) == Some(id))
+                || (ty.ends_with("_output")
+                    && o.get("call_id").and_then(Value::as_str) == Some(id))
+                || (o.get("role").and_then(Value::as_str) == Some("tool")
+                    && o.get("tool_call_id").and_then(Value::as_str) == Some(id));
+            hit || o.values().any(|x| carries_result(x, id))
+        }
+        Value::Array(a) => a.iter().any(|x| carries_result(x, id)),
+        _ => false,
+    }
+}
+
+/// The main requests of a scripted-model log file.
+pub fn main_requests(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|r| r["kind"] == "main")
+        .collect()
+}
+
+/// The result folded again from the run's journal.
+pub fn refold(state: &Path) -> Value {
+    let (_, evs, _) = pvisor::journal::Journal::open_dir(state).unwrap();
+    serde_json::to_value(pvisor::fold::derive(&pvisor::fold::fold(&evs).unwrap())).unwrap()
+}
+
+/// Every file under `dir` with its mtime and bytes.
+pub fn file_states(dir: &Path) -> Vec<(String, std::time::SystemTime, Vec<u8>)> {
+    crate::claude::file_states(dir)
+}
+
+/// Paths where two JSON values differ.
+pub fn differences(a: &Value, b: &Value) -> Vec<String> {
+    let mut out = vec![];
+    crate::claude::diff_paths(a, b, String::new(), &mut out);
+    out
+}
+
+/// The facts an interrupted-and-resumed run must share with the uninterrupted one.
+pub fn outcome(r: &Value) -> Value {
+    serde_json::json!({
+        "phase": r["phase"], "quality": r["quality"], "agent_status": r["agent_status"],
+        "after_step": r["after_step"], "replayed_tool_calls": r["replayed_tool_calls"],
+        "prefix_model_turns": r["prefix_model_turns"], "continued_steps": r["continued_steps"],
+        "failure": r["failure"],
+        "first_request_ends_at_boundary": r["metadata"]["bridge"]["first_request_ends_at_boundary"],
+    })
+}
