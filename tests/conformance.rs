@@ -18,7 +18,8 @@
 //!   resumed (a continuation 3 days later) to the uninterrupted run's outcome — or, for an
 //!   adapter that cannot resume a live continuation, refused with exit 11 before anything
 //!   runs;
-//! - a damaged record is a trajectory error naming its line.
+//! - a damaged record is a trajectory error naming its line; a well-formed record with a
+//!   field of the wrong type is one naming its line and field.
 //!
 //! Adding an adapter: one line in [`ADAPTERS`] and its fixtures module (docs/adding-an-agent.md).
 
@@ -390,5 +391,34 @@ fn a_damaged_record_is_a_trajectory_error_naming_its_line() {
         let msg = r.result["failure"]["message"].as_str().unwrap();
         assert!(msg.contains("damaged:3:"), "{}: {msg}", f.name);
         assert!(r.stderr.contains("\nhint: "), "{}", r.stderr);
+    }
+}
+
+#[test]
+fn a_field_of_the_wrong_type_is_a_trajectory_error_naming_line_and_field() {
+    for f in fixtures() {
+        let (edit, field) = f.field_damage;
+        let text = std::fs::read_to_string(&f.trajectory).unwrap();
+        let damaged = edit(&text);
+        assert_ne!(damaged, text, "{}: the damage edit matched nothing", f.name);
+        let line = text
+            .lines()
+            .zip(damaged.lines())
+            .position(|(a, b)| a != b)
+            .unwrap()
+            + 1;
+        let case = f.case();
+        let bad = case.root.path().join("damaged");
+        std::fs::write(&bad, damaged).unwrap();
+        let r = f.replay(&case, "d", 1, Some(&bad), &["--prepare-only".into()]);
+        assert_eq!(r.code, 10, "{}: {}", f.name, r.result);
+        let msg = r.result["failure"]["message"].as_str().unwrap();
+        assert!(msg.contains(&format!("damaged:{line}:")), "{}: {msg}", f.name);
+        assert!(msg.contains(field), "{}: {field} not named in {msg}", f.name);
+        assert!(
+            r.result["replayed_tool_calls"] == 0,
+            "{}: nothing runs",
+            f.name
+        );
     }
 }

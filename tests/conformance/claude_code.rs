@@ -33,6 +33,11 @@ fn edited_kernel(text: &str) -> String {
         .into_owned()
 }
 
+/// The first tool call's `input` object turned into a string (the JSON stays well formed).
+fn string_input(text: &str) -> String {
+    text.replacen(r#""input":{"#, r#""input":"oops","was":{"#, 1)
+}
+
 pub fn fixtures() -> Vec<Fixture> {
     [
         "five-step",
@@ -58,6 +63,7 @@ pub fn fixtures() -> Vec<Fixture> {
             entrypoint: claude::claude_entrypoint,
             mask,
             host_fact_edits: vec![("kernel 9.9.9-drift", edited_kernel)],
+            field_damage: (string_input, ".input"),
         }
     })
     .collect()

@@ -32,6 +32,9 @@ pub struct Fixture {
     /// Recorded host/time facts edited to values that surely differ from this host's:
     /// `(label, edit of the trajectory text)`; the continuation must neutralize them.
     pub host_fact_edits: Vec<(&'static str, fn(&str) -> String)>,
+    /// A well-formed record with one field of the wrong type: `(edit of the trajectory
+    /// text, the field path the error must name)`.
+    pub field_damage: (fn(&str) -> String, &'static str),
 }
 
 impl Fixture {

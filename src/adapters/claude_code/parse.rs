@@ -583,6 +583,17 @@ fn build(path: &Path, records: Vec<Record>) -> Result<ParsedSession, TrajectoryE
                         batches_seen
                     }
                 };
+                let input = match b.get("input") {
+                    Some(v @ Value::Object(_)) => v.clone(),
+                    _ => {
+                        return Err(err(
+                            path,
+                            r.line,
+                            format!("{field}.input"),
+                            "tool_use without an object input",
+                        ))
+                    }
+                };
                 use_by_id.insert(id.clone(), uses.len());
                 uses.push(Use {
                     site: CallSite {
@@ -594,7 +605,7 @@ fn build(path: &Path, records: Vec<Record>) -> Result<ParsedSession, TrajectoryE
                         result_record: None,
                         result_block: None,
                     },
-                    input: b.get("input").cloned().unwrap_or(Value::Null),
+                    input,
                     line: r.line,
                     field,
                     message_index: mi,
