@@ -40,8 +40,10 @@ mod kit;
 use kit::{differences, file_states, main_requests, outcome, refold, Fixture};
 use serde_json::Value;
 
+type Fixtures = fn() -> Vec<Fixture>;
+
 /// Every registered adapter with its fixtures.
-const ADAPTERS: &[(&str, fn() -> Vec<Fixture>)] = &[
+const ADAPTERS: &[(&str, Fixtures)] = &[
     ("claude-code", claude_code::fixtures),
     ("codex", codex_cli::fixtures),
 ];
@@ -413,8 +415,16 @@ fn a_field_of_the_wrong_type_is_a_trajectory_error_naming_line_and_field() {
         let r = f.replay(&case, "d", 1, Some(&bad), &["--prepare-only".into()]);
         assert_eq!(r.code, 10, "{}: {}", f.name, r.result);
         let msg = r.result["failure"]["message"].as_str().unwrap();
-        assert!(msg.contains(&format!("damaged:{line}:")), "{}: {msg}", f.name);
-        assert!(msg.contains(field), "{}: {field} not named in {msg}", f.name);
+        assert!(
+            msg.contains(&format!("damaged:{line}:")),
+            "{}: {msg}",
+            f.name
+        );
+        assert!(
+            msg.contains(field),
+            "{}: {field} not named in {msg}",
+            f.name
+        );
         assert!(
             r.result["replayed_tool_calls"] == 0,
             "{}: nothing runs",

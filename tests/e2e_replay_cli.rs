@@ -104,7 +104,6 @@ fn main_requests(log: &Path) -> Vec<Value> {
         .collect()
 }
 
-
 #[test]
 fn a_boundary_prompt_is_injected_once_and_never_stored() {
     let c = case("five-step");

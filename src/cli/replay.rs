@@ -21,7 +21,7 @@ use crate::request::{self, ReplayRequest, RequestFields};
 
   # replay, then let the real agent continue against the built-in scripted model
   pvisor replay --agent claude-code --trajectory session.jsonl --after-step 3 \\
-      --max-steps 8 --model-script turns.json --agent-entrypoint .cache/agents/claude-code/node_modules/.bin/claude
+      --max-steps 8 --model-script turns.json --agent-entrypoint .cache/agents/claude-code@2.1.332/node_modules/.bin/claude
 
   # the same request from a file, and resuming an interrupted run
   pvisor replay --config replay.toml

@@ -119,6 +119,12 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// This plan carrying the adapter's own parse (see [`Native`]).
+    pub fn carrying<T: std::any::Any + Send + Sync>(mut self, native: T) -> Plan {
+        self.native = Native::new(native);
+        self
+    }
+
     /// The highest boundary that may be selected: the number of leading complete batches.
     pub fn max_boundary(&self) -> usize {
         self.batches.iter().take_while(|b| b.complete).count()

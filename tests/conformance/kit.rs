@@ -8,6 +8,9 @@ use serde_json::Value;
 
 use crate::ns::Case;
 
+/// An edit of a trajectory's text.
+pub type TextEdit = fn(&str) -> String;
+
 /// One recorded session of one adapter, with everything the checks need.
 pub struct Fixture {
     /// `<agent>/<recording>`, for messages.
@@ -31,10 +34,10 @@ pub struct Fixture {
     pub mask: fn(&Value) -> Value,
     /// Recorded host/time facts edited to values that surely differ from this host's:
     /// `(label, edit of the trajectory text)`; the continuation must neutralize them.
-    pub host_fact_edits: Vec<(&'static str, fn(&str) -> String)>,
+    pub host_fact_edits: Vec<(&'static str, TextEdit)>,
     /// A well-formed record with one field of the wrong type: `(edit of the trajectory
     /// text, the field path the error must name)`.
-    pub field_damage: (fn(&str) -> String, &'static str),
+    pub field_damage: (TextEdit, &'static str),
 }
 
 impl Fixture {

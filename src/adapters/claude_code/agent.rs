@@ -123,9 +123,7 @@ impl Adapter for ClaudeCode {
 
     fn parse(&self, path: &Path, bytes: &[u8]) -> Result<Plan, TrajectoryError> {
         let parsed = parse::parse_bytes(path, bytes)?;
-        let mut plan = parsed.plan().clone();
-        plan.native = Native::new(parsed);
-        Ok(plan)
+        Ok(parsed.plan().clone().carrying(parsed))
     }
 
     fn classify(&self, call: &ToolCall) -> ToolClass {
