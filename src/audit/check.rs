@@ -162,8 +162,57 @@ pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalErro
     let file = resolve_path(path)?;
     let state_dir = file.parent().map(PathBuf::from).unwrap_or_default();
     let mut findings = vec![];
+    let (events, integrity, head) = check_integrity(&file, &mut findings);
+    let (state, order) = check_order(&events, &mut findings);
+    let blobs = BlobStore::new(&state_dir);
+    let budget = check_budget(&state, &mut findings);
+    let bridge = check_bridge(&state, &blobs, &mut findings);
+    let blob_status = check_blobs(&state, &blobs, &mut findings);
+    let out_dir = state.request.as_ref().map(|r| PathBuf::from(&r.output_dir));
+    let privacy = check_privacy(&file, &events, &state, out_dir.as_deref(), &mut findings);
+    let derived = serde_json::to_value(fold::derive(&state)).unwrap_or_default();
+    let result_file = check_result(&state, out_dir.as_deref(), &derived, &mut findings);
+    let ok = !findings.iter().any(|f| f.severity == "error");
+    let duration_ms = match (state.first_at_ms, state.last_at_ms) {
+        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+        _ => None,
+    };
+    Ok(AuditReport {
+        schema_version: AUDIT_SCHEMA.into(),
+        journal: file.display().to_string(),
+        ok,
+        events: events.len() as u64,
+        head,
+        checks: Checks {
+            integrity,
+            order,
+            budget,
+            privacy,
+            bridge,
+            blobs: blob_status,
+            result_file,
+        },
+        findings,
+        run: derived,
+        calls: call_reports(&state, &blobs),
+        steps: step_reports(&state.steps),
+        superseded_steps: step_reports(&state.superseded_steps),
+        timeline: timeline(&events),
+        duration_ms,
+        drift: drift(&state),
+        removed_items: state.bridge.removed.clone(),
+        refused_requests: refused_reports(&state, &blobs),
+        restores: state.restores.clone(),
+    })
+}
+
+/// integrity: read the journal. Returns the events read, the status and the head.
+fn check_integrity(
+    file: &Path,
+    findings: &mut Vec<Finding>,
+) -> (Vec<StoredEvent>, String, Option<String>) {
     let mut events: Vec<StoredEvent> = vec![];
-    let scan = read_events(&file, |e| {
+    let scan = read_events(file, |e| {
         events.push(e);
         Ok(())
     });
@@ -185,18 +234,25 @@ pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalErro
             ("failed".into(), None)
         }
     };
-    // order: fold what was read
+    (events, integrity, head)
+}
+
+/// order: fold what was read (up to the first event the fold rejects).
+fn check_order(events: &[StoredEvent], findings: &mut Vec<Finding>) -> (ReplayState, String) {
     let mut state = ReplayState::default();
     let mut order = "ok".to_string();
-    for e in &events {
+    for e in events {
         if let Err(fe) = fold::apply(&mut state, e) {
             findings.push(finding("order", "error", fe.to_string(), Some(fe.seq)));
             order = "failed".into();
             break;
         }
     }
-    let blobs = BlobStore::new(&state_dir);
-    // budget
+    (state, order)
+}
+
+/// budget: live steps within the live budget, every batch up to the boundary replayed.
+fn check_budget(state: &ReplayState, findings: &mut Vec<Finding>) -> String {
     let mut budget = "ok".to_string();
     if let Some(b) = &state.boundary {
         if let Some(live) = b.live_budget {
@@ -231,7 +287,12 @@ pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalErro
             budget = "failed".into();
         }
     }
-    // bridge receipts
+    budget
+}
+
+/// bridge receipts: no refusal, the first request validated, every live step validated,
+/// the boundary prompt injected once.
+fn check_bridge(state: &ReplayState, blobs: &BlobStore, findings: &mut Vec<Finding>) -> String {
     let mut bridge = "not_applicable".to_string();
     if !state.continuations.is_empty() || state.bridge.started.is_some() {
         bridge = "ok".into();
@@ -298,7 +359,11 @@ pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalErro
             bridge = "failed".into();
         }
     }
-    // blobs
+    bridge
+}
+
+/// blobs: every observation and diff blob, then every workspace checkpoint.
+fn check_blobs(state: &ReplayState, blobs: &BlobStore, findings: &mut Vec<Finding>) -> String {
     let mut blob_status = "ok".to_string();
     for c in state.calls.values() {
         let refs = c
@@ -318,27 +383,8 @@ pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalErro
             }
         }
     }
-    // workspace checkpoints: the manifest and every pack it names
     for c in state.checkpoints.values() {
-        let check = || -> Result<(), String> {
-            let m = crate::workspace::checkpoint::load_manifest(&blobs, &c.manifest_blob)
-                .map_err(|e| e.to_string())?;
-            let packs: std::collections::BTreeSet<&String> = m
-                .entries
-                .values()
-                .filter_map(|e| match e {
-                    crate::workspace::checkpoint::Entry::File { pack, .. } => Some(pack),
-                    _ => None,
-                })
-                .collect();
-            for p in packs {
-                blobs
-                    .get_verified(p)
-                    .map_err(|e| format!("pack {p}: {e}"))?;
-            }
-            Ok(())
-        };
-        if let Err(e) = check() {
+        if let Err(e) = check_checkpoint(blobs, &c.manifest_blob) {
             let at = if c.batch == 0 {
                 format!("live step {}", c.call)
             } else {
@@ -353,10 +399,40 @@ pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalErro
             blob_status = "failed".into();
         }
     }
-    // privacy: the boundary prompt (by its hash) and the configured key's value
-    let out_dir = state.request.as_ref().map(|r| PathBuf::from(&r.output_dir));
-    let mut files = vec![file.clone()];
-    if let Some(o) = &out_dir {
+    blob_status
+}
+
+/// A workspace checkpoint: the manifest and every pack it names.
+fn check_checkpoint(blobs: &BlobStore, manifest_blob: &str) -> Result<(), String> {
+    let m = crate::workspace::checkpoint::load_manifest(blobs, manifest_blob)
+        .map_err(|e| e.to_string())?;
+    let packs: std::collections::BTreeSet<&String> = m
+        .entries
+        .values()
+        .filter_map(|e| match e {
+            crate::workspace::checkpoint::Entry::File { pack, .. } => Some(pack),
+            _ => None,
+        })
+        .collect();
+    for p in packs {
+        blobs
+            .get_verified(p)
+            .map_err(|e| format!("pack {p}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// privacy: the boundary prompt (by its hash) and the configured key's value appear neither
+/// in the journal (as exported) nor in the output directory's text files.
+fn check_privacy(
+    file: &Path,
+    events: &[StoredEvent],
+    state: &ReplayState,
+    out_dir: Option<&Path>,
+    findings: &mut Vec<Finding>,
+) -> String {
+    let mut files = vec![file.to_path_buf()];
+    if let Some(o) = out_dir {
         text_files(o, &mut files);
     }
     let mut privacy = "ok".to_string();
@@ -376,7 +452,7 @@ pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalErro
         .map(|e| crate::report::export::export_line(e).to_string() + "\n")
         .collect();
     for f in &files {
-        let text = if f == &file {
+        let text = if f.as_path() == file {
             export.clone()
         } else {
             std::fs::read(f)
@@ -406,13 +482,22 @@ pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalErro
             }
         }
     }
-    // result.json must equal the fold
-    let derived = serde_json::to_value(fold::derive(&state)).unwrap_or_default();
+    privacy
+}
+
+/// result: result.json must equal the fold (`derived`); run_finished's digest should match.
+/// Returns the result file's status.
+fn check_result(
+    state: &ReplayState,
+    out_dir: Option<&Path>,
+    derived: &serde_json::Value,
+    findings: &mut Vec<Finding>,
+) -> String {
     let mut result_file = "absent".to_string();
-    if let Some(o) = &out_dir {
+    if let Some(o) = out_dir {
         if let Ok(b) = std::fs::read(o.join("result.json")) {
             match serde_json::from_slice::<serde_json::Value>(&b) {
-                Ok(v) if v == derived => result_file = "matches_fold".into(),
+                Ok(v) if &v == derived => result_file = "matches_fold".into(),
                 Ok(_) => {
                     findings.push(finding(
                         "result",
@@ -435,7 +520,7 @@ pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalErro
         }
     }
     if let Some(f) = &state.finished {
-        let d = crate::engine::result_digest(&state);
+        let d = crate::engine::result_digest(state);
         if d != f.result_digest {
             findings.push(finding(
                 "result",
@@ -445,7 +530,12 @@ pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalErro
             ));
         }
     }
-    let calls = state
+    result_file
+}
+
+/// One report per call, with its observation's comparison outcome and diff.
+fn call_reports(state: &ReplayState, blobs: &BlobStore) -> Vec<CallReport> {
+    state
         .calls
         .values()
         .map(|c| {
@@ -478,86 +568,57 @@ pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalErro
                 in_doubt_decisions: c.in_doubt_decisions.clone(),
             }
         })
-        .collect();
-    let steps = state
-        .steps
+        .collect()
+}
+
+fn step_reports(steps: &[journal_format::event::ContinuationStep]) -> Vec<StepReport> {
+    steps
         .iter()
         .map(|s| StepReport {
             n: s.n,
             action_digest: s.action_digest.clone(),
             tools: s.tools.clone(),
         })
-        .collect();
-    let superseded_steps = state
-        .superseded_steps
-        .iter()
-        .map(|s| StepReport {
-            n: s.n,
-            action_digest: s.action_digest.clone(),
-            tools: s.tools.clone(),
-        })
-        .collect();
-    let timeline = events
+        .collect()
+}
+
+fn timeline(events: &[StoredEvent]) -> Vec<serde_json::Value> {
+    events
         .iter()
         .map(|e| serde_json::json!({ "seq": e.seq, "at": crate::report::export::rfc3339(e.at_ms), "event": e.event.name(), "summary": crate::report::summary(&e.event) }))
-        .collect();
-    let ok = !findings.iter().any(|f| f.severity == "error");
-    let duration_ms = match (state.first_at_ms, state.last_at_ms) {
-        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
-        _ => None,
-    };
-    Ok(AuditReport {
-        schema_version: AUDIT_SCHEMA.into(),
-        journal: file.display().to_string(),
-        ok,
-        events: events.len() as u64,
-        head,
-        checks: Checks {
-            integrity,
-            order,
-            budget,
-            privacy,
-            bridge,
-            blobs: blob_status,
-            result_file,
-        },
-        findings,
-        run: derived,
-        calls,
-        steps,
-        superseded_steps,
-        timeline,
-        duration_ms,
-        drift: {
-            let mut d: Vec<journal_format::event::Neutralized> = Vec::new();
-            for c in &state.continuations {
-                for n in &c.neutralized {
-                    if !d.contains(n) {
-                        d.push(n.clone());
-                    }
-                }
+        .collect()
+}
+
+/// The neutralized snapshots of every continuation start, without repeats.
+fn drift(state: &ReplayState) -> Vec<journal_format::event::Neutralized> {
+    let mut d: Vec<journal_format::event::Neutralized> = Vec::new();
+    for c in &state.continuations {
+        for n in &c.neutralized {
+            if !d.contains(n) {
+                d.push(n.clone());
             }
-            d
-        },
-        removed_items: state.bridge.removed.clone(),
-        refused_requests: state
-            .bridge
-            .refusals
-            .iter()
-            .map(|r| RefusedReport {
-                seq: r.seq,
-                n: r.n,
-                reason: r.reason.clone(),
-                difference: r.difference.clone(),
-                request_path: r
-                    .blob
-                    .as_ref()
-                    .map(|b| blobs.path_of(b).display().to_string()),
-                hint: REFUSAL_HINT.into(),
-            })
-            .collect(),
-        restores: state.restores.clone(),
-    })
+        }
+    }
+    d
+}
+
+fn refused_reports(state: &ReplayState, blobs: &BlobStore) -> Vec<RefusedReport> {
+    state
+        .bridge
+        .refusals
+        .iter()
+        .map(|r| RefusedReport {
+            seq: r.seq,
+            n: r.n,
+            reason: r.reason.clone(),
+            difference: r.difference.clone(),
+            request_path: r
+                .blob
+                .as_ref()
+                .map(|b| blobs.path_of(b).display().to_string()),
+            hint: REFUSAL_HINT.into(),
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -214,6 +214,112 @@ fn kill_group(pid: Option<u32>, sig: i32) {
     }
 }
 
+/// The agent's process: exactly `cmd`'s program, arguments, environment and directory, in
+/// its own process group, killed with pvisor.
+fn agent_process(cmd: &AgentCommand) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(&cmd.program);
+    command
+        .args(&cmd.args)
+        .current_dir(&cmd.cwd)
+        .env_clear()
+        .envs(cmd.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(match cmd.stdin {
+            StdinMode::Null => Stdio::null(),
+            StdinMode::OpenUntilResult => Stdio::piped(),
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    // If pvisor dies (crash, SIGKILL) the agent must not live on against a dead bridge and
+    // keep appending to its session while a resumed run reads it.
+    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+    let parent = std::process::id() as libc::pid_t;
+    unsafe {
+        command.pre_exec(move || {
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            );
+            if libc::getppid() != parent {
+                libc::_exit(1); // pvisor died before the signal was armed
+            }
+            Ok(())
+        });
+    }
+    command
+}
+
+/// The agent's stdout and stderr logs, when the spec asks for them.
+fn open_logs(spec: &ContinuationSpec) -> (Option<std::fs::File>, Option<std::fs::File>) {
+    let out_log = spec.log_dir.as_ref().and_then(|d| {
+        std::fs::create_dir_all(d).ok()?;
+        std::fs::File::create(d.join("agent-stdout.log")).ok()
+    });
+    let err_log = spec
+        .log_dir
+        .as_ref()
+        .and_then(|d| std::fs::File::create(d.join("agent-stderr.log")).ok());
+    (out_log, err_log)
+}
+
+/// The agent's own verdict, overridden by what the runner and the bridge know: a timeout, the
+/// live step budget used up, a refused continuation.
+fn overriding_verdict(
+    mut verdict: AgentVerdict,
+    timed_out: bool,
+    stats: &BridgeStats,
+    spec: &ContinuationSpec,
+) -> AgentVerdict {
+    if timed_out {
+        verdict = AgentVerdict {
+            status: AgentStatus::Failed,
+            message: Some(format!(
+                "the agent did not finish within {} s",
+                spec.timeout.as_secs()
+            )),
+        };
+    } else if stats.budget_refused && spec.budget == Some(stats.steps) {
+        // The bridge refused the request beyond the budget (agents without a turn limit of
+        // their own, e.g. Codex): the budget stopped the agent.
+        verdict = AgentVerdict {
+            status: AgentStatus::MaxSteps,
+            message: Some(format!(
+                "live step budget of {} used; the bridge refused the next model request",
+                stats.steps
+            )),
+        };
+    } else if let Some(f) = &stats.failure {
+        verdict = AgentVerdict {
+            status: AgentStatus::Failed,
+            message: Some(format!("bridge refused the continuation: {f}")),
+        };
+    }
+    verdict
+}
+
+/// The last 2000 characters of the agent's stderr, trimmed; `None` when it is empty.
+fn stderr_message(err_tail: &VecDeque<u8>) -> Option<String> {
+    let tail = String::from_utf8_lossy(&err_tail.iter().copied().collect::<Vec<_>>())
+        .trim()
+        .to_string();
+    if tail.is_empty() {
+        return None;
+    }
+    Some(
+        tail.chars()
+            .rev()
+            .take(2000)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect(),
+    )
+}
+
 /// Run one continuation. `bridge_cfg` supplies the prefix, boundary prompt, thinking switch
 /// and upstream; the runner sets the agent's protocol, transport rule and the budget.
 /// `on_event` is called synchronously for every fact, in order; an `Err` stops the agent and
@@ -255,39 +361,7 @@ where
         neutralized: cmd.neutralized.clone(),
     })))?;
 
-    let mut command = tokio::process::Command::new(&cmd.program);
-    command
-        .args(&cmd.args)
-        .current_dir(&cmd.cwd)
-        .env_clear()
-        .envs(cmd.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .stdin(match cmd.stdin {
-            StdinMode::Null => Stdio::null(),
-            StdinMode::OpenUntilResult => Stdio::piped(),
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    // If pvisor dies (crash, SIGKILL) the agent must not live on against a dead bridge and
-    // keep appending to its session while a resumed run reads it.
-    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
-    let parent = std::process::id() as libc::pid_t;
-    unsafe {
-        command.pre_exec(move || {
-            libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            );
-            if libc::getppid() != parent {
-                libc::_exit(1); // pvisor died before the signal was armed
-            }
-            Ok(())
-        });
-    }
+    let mut command = agent_process(&cmd);
     let mut child = command.spawn().map_err(|e| {
         AdapterError::Continuation(format!("cannot start {}: {e}", cmd.program.display()))
     })?;
@@ -298,14 +372,7 @@ where
     let mut stdin = child.stdin.take();
     let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
     let mut stderr = child.stderr.take().expect("piped stderr");
-    let mut out_log = spec.log_dir.as_ref().and_then(|d| {
-        std::fs::create_dir_all(d).ok()?;
-        std::fs::File::create(d.join("agent-stdout.log")).ok()
-    });
-    let mut err_log = spec
-        .log_dir
-        .as_ref()
-        .and_then(|d| std::fs::File::create(d.join("agent-stderr.log")).ok());
+    let (mut out_log, mut err_log) = open_logs(spec);
     let mut err_tail: VecDeque<u8> = VecDeque::new();
 
     let deadline = tokio::time::Instant::now() + spec.timeout;
@@ -396,31 +463,12 @@ where
         signal: status.signal(),
         timed_out,
     };
-    let mut verdict = agent.verdict(&info, &stats, spec.budget);
-    if timed_out {
-        verdict = AgentVerdict {
-            status: AgentStatus::Failed,
-            message: Some(format!(
-                "the agent did not finish within {} s",
-                spec.timeout.as_secs()
-            )),
-        };
-    } else if stats.budget_refused && spec.budget == Some(stats.steps) {
-        // The bridge refused the request beyond the budget (agents without a turn limit of
-        // their own, e.g. Codex): the budget stopped the agent.
-        verdict = AgentVerdict {
-            status: AgentStatus::MaxSteps,
-            message: Some(format!(
-                "live step budget of {} used; the bridge refused the next model request",
-                stats.steps
-            )),
-        };
-    } else if let Some(f) = &stats.failure {
-        verdict = AgentVerdict {
-            status: AgentStatus::Failed,
-            message: Some(format!("bridge refused the continuation: {f}")),
-        };
-    }
+    let mut verdict = overriding_verdict(
+        agent.verdict(&info, &stats, spec.budget),
+        timed_out,
+        &stats,
+        spec,
+    );
     let continued = match agent.finish() {
         Ok(c) => c,
         Err(e) => {
@@ -434,20 +482,7 @@ where
         }
     };
     if verdict.status == AgentStatus::Failed && verdict.message.is_none() {
-        let tail = String::from_utf8_lossy(&err_tail.iter().copied().collect::<Vec<_>>())
-            .trim()
-            .to_string();
-        if !tail.is_empty() {
-            verdict.message = Some(
-                tail.chars()
-                    .rev()
-                    .take(2000)
-                    .collect::<Vec<_>>()
-                    .into_iter()
-                    .rev()
-                    .collect(),
-            );
-        }
+        verdict.message = stderr_message(&err_tail);
     }
     journal(on_event(Event::AgentExited(AgentExited {
         status: verdict.status,

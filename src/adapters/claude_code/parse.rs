@@ -294,7 +294,49 @@ fn is_conversational(kind: &str) -> bool {
 }
 
 fn build(path: &Path, records: Vec<Record>) -> Result<ParsedSession, TrajectoryError> {
-    // uuid → record index, main-session nodes only.
+    let nodes = node_index(&records);
+    let tip = find_tip(&records, &nodes);
+    let (walk, compact_boundaries) = walk_to_root(path, &records, &nodes, tip)?;
+    let chain = reattach_parallel_siblings(&records, &nodes, &walk);
+    let assistant_messages = assistant_messages(path, &records, &chain)?;
+    let (mut uses, use_by_id) = tool_uses(path, &records, &assistant_messages)?;
+    let observations = tool_results(path, &records, &chain, &mut uses, &use_by_id)?;
+    check_answered(path, &records, &uses, &assistant_messages)?;
+    let (turn_of_message, turns) = model_turns(&assistant_messages);
+    let batches = batches(
+        &records,
+        &uses,
+        &assistant_messages,
+        &turn_of_message,
+        observations,
+    );
+    let meta = session_meta(&records, &chain);
+
+    let plan = Plan {
+        agent: AGENT.to_string(),
+        recorded_version: meta.recorded_version.clone(),
+        session_id: meta.session_id.clone(),
+        original_cwd: meta.original_cwd.clone(),
+        batches,
+        model_turns: turns,
+        native: Default::default(),
+    };
+    Ok(ParsedSession {
+        path: path.to_path_buf(),
+        calls: uses.into_iter().map(|u| u.site).collect(),
+        records,
+        chain,
+        compact_boundaries,
+        assistant_messages,
+        session_id: meta.session_id,
+        original_cwd: meta.original_cwd,
+        recorded_version: meta.recorded_version,
+        plan,
+    })
+}
+
+/// uuid → record index, main-session nodes only.
+fn node_index(records: &[Record]) -> HashMap<&str, usize> {
     let mut nodes: HashMap<&str, usize> = HashMap::new();
     for (i, r) in records.iter().enumerate() {
         if r.is_node() {
@@ -303,6 +345,11 @@ fn build(path: &Path, records: Vec<Record>) -> Result<ParsedSession, TrajectoryE
             }
         }
     }
+    nodes
+}
+
+/// The uuids some node points to (by `parentUuid` or `logicalParentUuid`).
+fn referenced_uuids(records: &[Record]) -> HashSet<&str> {
     let mut has_child: HashSet<&str> = HashSet::new();
     for r in records.iter().filter(|r| r.is_node()) {
         if let Some(p) = r.parent_uuid.as_deref() {
@@ -312,8 +359,12 @@ fn build(path: &Path, records: Vec<Record>) -> Result<ParsedSession, TrajectoryE
             has_child.insert(p);
         }
     }
+    has_child
+}
 
-    // Tip: among leaves, walk up to the nearest user/assistant; take the latest in the file.
+/// Tip: among leaves, walk up to the nearest user/assistant; take the latest in the file.
+fn find_tip(records: &[Record], nodes: &HashMap<&str, usize>) -> Option<usize> {
+    let has_child = referenced_uuids(records);
     let mut tip: Option<usize> = None;
     for (i, r) in records.iter().enumerate() {
         if !r.is_node() || r.uuid.as_deref().is_none_or(|u| has_child.contains(u)) {
@@ -330,7 +381,7 @@ fn build(path: &Path, records: Vec<Record>) -> Result<ParsedSession, TrajectoryE
             }
             steps += 1;
             if steps > records.len() {
-                break; // a cycle; the chain walk below reports it if it matters
+                break; // a cycle; the chain walk reports it if it matters
             }
             cur = records[c]
                 .parent_uuid
@@ -338,8 +389,17 @@ fn build(path: &Path, records: Vec<Record>) -> Result<ParsedSession, TrajectoryE
                 .and_then(|p| nodes.get(p).copied());
         }
     }
+    tip
+}
 
-    // Walk the tip to the root.
+/// Walk the tip to the root. Returns the walk (root first) and the compact boundaries it
+/// crossed (file order).
+fn walk_to_root(
+    path: &Path,
+    records: &[Record],
+    nodes: &HashMap<&str, usize>,
+    tip: Option<usize>,
+) -> Result<(Vec<usize>, Vec<usize>), TrajectoryError> {
     let mut walk: Vec<usize> = Vec::new();
     let mut compact_boundaries = Vec::new();
     if let Some(t) = tip {
@@ -393,27 +453,36 @@ fn build(path: &Path, records: Vec<Record>) -> Result<ParsedSession, TrajectoryE
     }
     walk.reverse();
     compact_boundaries.reverse();
-    let on_walk: HashSet<usize> = walk.iter().copied().collect();
+    Ok((walk, compact_boundaries))
+}
 
-    // Tool uses and results on the walk (to know which results are already answered).
+/// `message.id` of a record, when it has one.
+fn message_id_of(r: &Record) -> Option<String> {
+    r.value
+        .get("message")
+        .and_then(|m| m.get("id"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+/// Re-attach off-chain siblings of parallel calls: further blocks (assistant lines) of a
+/// message already on the walk, and results that answer a tool_use nobody answered yet.
+/// Returns the chain, sorted (file order).
+fn reattach_parallel_siblings(
+    records: &[Record],
+    nodes: &HashMap<&str, usize>,
+    walk: &[usize],
+) -> Vec<usize> {
+    // Tool results on the walk (to know which uses are already answered).
     let mut answered: HashSet<String> = HashSet::new();
-    for &i in &walk {
+    for &i in walk {
         if records[i].kind == "user" {
             for id in result_ids(&records[i]) {
                 answered.insert(id);
             }
         }
     }
-    // Re-attach off-chain siblings of parallel calls: further blocks (assistant lines) of a
-    // message already on the chain, and results that answer a tool_use nobody answered yet.
-    let message_id_of = |r: &Record| {
-        r.value
-            .get("message")
-            .and_then(|m| m.get("id"))
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    };
-    let mut in_chain: HashSet<usize> = on_walk.clone();
+    let mut in_chain: HashSet<usize> = walk.iter().copied().collect();
     let chain_message_ids: HashSet<String> = walk
         .iter()
         .filter(|&&i| records[i].kind == "assistant")
@@ -453,11 +522,18 @@ fn build(path: &Path, records: Vec<Record>) -> Result<ParsedSession, TrajectoryE
     }
     let mut chain: Vec<usize> = in_chain.into_iter().collect();
     chain.sort_unstable();
+    chain
+}
 
-    // Assistant messages (consecutive assistant lines with one message.id).
+/// Assistant messages (consecutive assistant lines with one message.id).
+fn assistant_messages(
+    path: &Path,
+    records: &[Record],
+    chain: &[usize],
+) -> Result<Vec<AssistantMessage>, TrajectoryError> {
     let mut assistant_messages: Vec<AssistantMessage> = Vec::new();
     let mut open: Option<String> = None;
-    for &i in &chain {
+    for &i in chain {
         let r = &records[i];
         if r.kind != "assistant" {
             continue;
@@ -518,16 +594,26 @@ fn build(path: &Path, records: Vec<Record>) -> Result<ParsedSession, TrajectoryE
             open = Some(id);
         }
     }
+    Ok(assistant_messages)
+}
 
-    // tool_use blocks → calls, grouped into batches.
-    struct Use {
-        site: CallSite,
-        input: Value,
-        line: usize,
-        field: String,
-        message_index: usize,
-    }
-    let mut uses: Vec<Use> = Vec::new();
+/// One `tool_use` block of the conversation.
+struct ToolUse {
+    site: CallSite,
+    input: Value,
+    line: usize,
+    field: String,
+    message_index: usize,
+}
+
+/// tool_use blocks → calls, grouped into batches. Returns the uses in plan order and each
+/// call id's index among them.
+fn tool_uses(
+    path: &Path,
+    records: &[Record],
+    assistant_messages: &[AssistantMessage],
+) -> Result<(Vec<ToolUse>, HashMap<String, usize>), TrajectoryError> {
+    let mut uses: Vec<ToolUse> = Vec::new();
     let mut use_by_id: HashMap<String, usize> = HashMap::new();
     let mut batch_of_message: Vec<Option<usize>> = vec![None; assistant_messages.len()];
     let mut batches_seen = 0usize;
@@ -595,7 +681,7 @@ fn build(path: &Path, records: Vec<Record>) -> Result<ParsedSession, TrajectoryE
                     }
                 };
                 use_by_id.insert(id.clone(), uses.len());
-                uses.push(Use {
+                uses.push(ToolUse {
                     site: CallSite {
                         call_id: id,
                         tool: name,
@@ -613,10 +699,20 @@ fn build(path: &Path, records: Vec<Record>) -> Result<ParsedSession, TrajectoryE
             }
         }
     }
+    Ok((uses, use_by_id))
+}
 
-    // tool_result blocks on the chain.
+/// tool_result blocks on the chain: records where each use is answered and returns the
+/// observations by call id.
+fn tool_results(
+    path: &Path,
+    records: &[Record],
+    chain: &[usize],
+    uses: &mut [ToolUse],
+    use_by_id: &HashMap<String, usize>,
+) -> Result<HashMap<String, Observation>, TrajectoryError> {
     let mut observations: HashMap<String, Observation> = HashMap::new();
-    for &i in &chain {
+    for &i in chain {
         let r = &records[i];
         if r.kind != "user" {
             continue;
@@ -668,53 +764,69 @@ fn build(path: &Path, records: Vec<Record>) -> Result<ParsedSession, TrajectoryE
                     ),
                 ));
             }
-            let is_error = match b.get("is_error") {
-                None | Some(Value::Null) => false,
-                Some(Value::Bool(v)) => *v,
-                Some(other) => {
-                    return Err(err(
-                        path,
-                        r.line,
-                        format!("message.content[{bi}].is_error"),
-                        format!("expected a boolean, found {}", kind_of(other)),
-                    ))
-                }
-            };
-            let (text, native) = match b.get("content") {
-                None | Some(Value::Null) => (String::new(), None),
-                Some(Value::String(s)) => (s.clone(), None),
-                Some(Value::Array(items)) => {
-                    let text: String = items
-                        .iter()
-                        .filter(|it| it.get("type").and_then(Value::as_str) == Some("text"))
-                        .filter_map(|it| it.get("text").and_then(Value::as_str))
-                        .collect();
-                    (text, Some(Value::Array(items.clone())))
-                }
-                Some(other) => {
-                    return Err(err(
-                        path,
-                        r.line,
-                        format!("message.content[{bi}].content"),
-                        format!("expected a string or an array, found {}", kind_of(other)),
-                    ))
-                }
-            };
+            let observation = result_observation(path, r.line, bi, b)?;
             u.site.result_record = Some(i);
             u.site.result_block = Some(bi);
-            observations.insert(
-                id,
-                Observation {
-                    text,
-                    is_error,
-                    native,
-                },
-            );
+            observations.insert(id, observation);
         }
     }
+    Ok(observations)
+}
 
-    // Every call must be answered before the next assistant message.
-    for u in &uses {
+/// The observation of one `tool_result` block (`bi` is its index in `message.content`).
+fn result_observation(
+    path: &Path,
+    line: usize,
+    bi: usize,
+    b: &Value,
+) -> Result<Observation, TrajectoryError> {
+    let is_error = match b.get("is_error") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(v)) => *v,
+        Some(other) => {
+            return Err(err(
+                path,
+                line,
+                format!("message.content[{bi}].is_error"),
+                format!("expected a boolean, found {}", kind_of(other)),
+            ))
+        }
+    };
+    let (text, native) = match b.get("content") {
+        None | Some(Value::Null) => (String::new(), None),
+        Some(Value::String(s)) => (s.clone(), None),
+        Some(Value::Array(items)) => {
+            let text: String = items
+                .iter()
+                .filter(|it| it.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|it| it.get("text").and_then(Value::as_str))
+                .collect();
+            (text, Some(Value::Array(items.clone())))
+        }
+        Some(other) => {
+            return Err(err(
+                path,
+                line,
+                format!("message.content[{bi}].content"),
+                format!("expected a string or an array, found {}", kind_of(other)),
+            ))
+        }
+    };
+    Ok(Observation {
+        text,
+        is_error,
+        native,
+    })
+}
+
+/// Every call must be answered before the next assistant message.
+fn check_answered(
+    path: &Path,
+    records: &[Record],
+    uses: &[ToolUse],
+    assistant_messages: &[AssistantMessage],
+) -> Result<(), TrajectoryError> {
+    for u in uses {
         if u.site.result_record.is_none() && u.message_index + 1 < assistant_messages.len() {
             let next = &assistant_messages[u.message_index + 1];
             let next_line = next.records.first().map(|&i| records[i].line).unwrap_or(0);
@@ -726,19 +838,33 @@ fn build(path: &Path, records: Vec<Record>) -> Result<ParsedSession, TrajectoryE
             ));
         }
     }
+    Ok(())
+}
 
-    // Model turns: non-synthetic assistant messages; a batch's turn is its message's rank.
+/// Model turns: non-synthetic assistant messages; a batch's turn is its message's rank.
+/// Returns the turn of each message and the number of turns.
+fn model_turns(assistant_messages: &[AssistantMessage]) -> (Vec<usize>, usize) {
     let mut turn_of_message = Vec::with_capacity(assistant_messages.len());
     let mut turns = 0usize;
-    for m in &assistant_messages {
+    for m in assistant_messages {
         if !m.synthetic {
             turns += 1;
         }
         turn_of_message.push(turns);
     }
+    (turn_of_message, turns)
+}
 
+/// The plan's batches: each use's call, with its observation (taken from `observations`).
+fn batches(
+    records: &[Record],
+    uses: &[ToolUse],
+    assistant_messages: &[AssistantMessage],
+    turn_of_message: &[usize],
+    mut observations: HashMap<String, Observation>,
+) -> Vec<Batch> {
     let mut batches: Vec<Batch> = Vec::new();
-    for u in &uses {
+    for u in uses {
         if batches.len() < u.site.batch {
             let m = &assistant_messages[u.message_index];
             let first_line = m.records.first().map(|&i| records[i].line).unwrap_or(0);
@@ -771,41 +897,33 @@ fn build(path: &Path, records: Vec<Record>) -> Result<ParsedSession, TrajectoryE
             },
         });
     }
+    batches
+}
 
+/// Session facts read from the conversation.
+struct SessionMeta {
+    session_id: Option<String>,
+    recorded_version: Option<String>,
+    original_cwd: Option<PathBuf>,
+}
+
+/// Session id and version from the conversational tip; cwd from the first chain record
+/// that has one.
+fn session_meta(records: &[Record], chain: &[usize]) -> SessionMeta {
     let tip_record = chain
         .iter()
         .rev()
         .map(|&i| &records[i])
         .find(|r| is_conversational(&r.kind));
     let str_field = |r: &Record, k: &str| r.value.get(k).and_then(Value::as_str).map(str::to_owned);
-    let session_id = tip_record.and_then(|r| str_field(r, "sessionId"));
-    let recorded_version = tip_record.and_then(|r| str_field(r, "version"));
-    let original_cwd = chain
-        .iter()
-        .find_map(|&i| str_field(&records[i], "cwd"))
-        .map(PathBuf::from);
-
-    let plan = Plan {
-        agent: AGENT.to_string(),
-        recorded_version: recorded_version.clone(),
-        session_id: session_id.clone(),
-        original_cwd: original_cwd.clone(),
-        batches,
-        model_turns: turns,
-        native: Default::default(),
-    };
-    Ok(ParsedSession {
-        path: path.to_path_buf(),
-        calls: uses.into_iter().map(|u| u.site).collect(),
-        records,
-        chain,
-        compact_boundaries,
-        assistant_messages,
-        session_id,
-        original_cwd,
-        recorded_version,
-        plan,
-    })
+    SessionMeta {
+        session_id: tip_record.and_then(|r| str_field(r, "sessionId")),
+        recorded_version: tip_record.and_then(|r| str_field(r, "version")),
+        original_cwd: chain
+            .iter()
+            .find_map(|&i| str_field(&records[i], "cwd"))
+            .map(PathBuf::from),
+    }
 }
 
 /// The `tool_use_id`s answered by a user record.

@@ -219,14 +219,46 @@ pub fn parse_file(path: &Path) -> Result<ParsedRollout, TrajectoryError> {
 
 /// Parse rollout bytes.
 pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<ParsedRollout, TrajectoryError> {
-    let err = |line: usize, field: &str, msg: String| TrajectoryError::new(path, line, field, msg);
+    let lines = read_lines(path, bytes)?;
+    let meta = session_meta(path, &lines)?;
+    let (calls, replies) = replies_and_calls(path, &lines, meta.era)?;
+    let batches = batches(&calls);
+    let plan = Plan {
+        agent: AGENT.into(),
+        recorded_version: meta.cli_version.clone(),
+        session_id: Some(meta.session_id.clone()),
+        original_cwd: meta.cwd.clone(),
+        batches,
+        model_turns: replies.len(),
+        native: Default::default(),
+    };
+    Ok(ParsedRollout {
+        path: path.to_path_buf(),
+        era: meta.era,
+        lines,
+        meta_index: meta.index,
+        session_id: meta.session_id,
+        cwd: meta.cwd,
+        cli_version: meta.cli_version,
+        calls,
+        replies,
+        plan,
+    })
+}
+
+fn err(path: &Path, line: usize, field: &str, msg: String) -> TrajectoryError {
+    TrajectoryError::new(path, line, field, msg)
+}
+
+/// The non-empty lines of the rollout, each a JSON object (a torn final line is dropped).
+fn read_lines(path: &Path, bytes: &[u8]) -> Result<Vec<RolloutLine>, TrajectoryError> {
     let text = std::str::from_utf8(bytes).map_err(|e| {
         let line = bytes[..e.valid_up_to()]
             .iter()
             .filter(|&&b| b == b'\n')
             .count()
             + 1;
-        err(line, "line", "the rollout is not valid UTF-8".into())
+        err(path, line, "line", "the rollout is not valid UTF-8".into())
     })?;
     let torn_tail = !text.is_empty() && !text.ends_with('\n');
     let raw_lines: Vec<&str> = text.split('\n').collect();
@@ -245,6 +277,7 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<ParsedRollout, Trajector
             }),
             Ok(_) => {
                 return Err(err(
+                    path,
                     i + 1,
                     "line",
                     "a rollout line must be a JSON object".into(),
@@ -252,14 +285,27 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<ParsedRollout, Trajector
             }
             // A torn final line (crash while writing) is ignored, as Codex does.
             Err(_) if torn_tail && i + 1 == n_raw => {}
-            Err(e) => return Err(err(i + 1, "line", format!("invalid JSON: {e}"))),
+            Err(e) => return Err(err(path, i + 1, "line", format!("invalid JSON: {e}"))),
         }
     }
     if lines.is_empty() {
-        return Err(err(0, "file", "the rollout is empty".into()));
+        return Err(err(path, 0, "file", "the rollout is empty".into()));
     }
+    Ok(lines)
+}
 
-    // Era and session meta.
+/// What the session meta line says.
+struct SessionMeta {
+    era: Era,
+    /// Index into the lines of the meta line.
+    index: usize,
+    session_id: String,
+    cwd: Option<PathBuf>,
+    cli_version: Option<String>,
+}
+
+/// Era and session meta (`lines` is not empty).
+fn session_meta(path: &Path, lines: &[RolloutLine]) -> Result<SessionMeta, TrajectoryError> {
     let first = &lines[0];
     let wrapped = first.value.get("payload").is_some()
         && first.value.get("type").and_then(Value::as_str).is_some();
@@ -269,6 +315,7 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<ParsedRollout, Trajector
             Some(i) => (i, &lines[i].value["payload"]),
             None => {
                 return Err(err(
+                    path,
                     first.line,
                     "session_meta",
                     "no session_meta line: the native session id is unknown".into(),
@@ -277,7 +324,7 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<ParsedRollout, Trajector
         },
         Era::Bare => {
             if first.value.get("type").is_some() || first.value.get("id").is_none() {
-                return Err(err(first.line, "session_meta", "line 1 is not a session meta object ({id, timestamp, …}): the native session id is unknown".into()));
+                return Err(err(path, first.line, "session_meta", "line 1 is not a session meta object ({id, timestamp, …}): the native session id is unknown".into()));
             }
             (0, &first.value)
         }
@@ -287,6 +334,7 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<ParsedRollout, Trajector
         Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
         Some(_) => {
             return Err(err(
+                path,
                 meta_line,
                 "session_meta.payload.id",
                 "the session id must be a non-empty string".into(),
@@ -294,6 +342,7 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<ParsedRollout, Trajector
         }
         None => {
             return Err(err(
+                path,
                 meta_line,
                 "session_meta.payload.id",
                 "missing session id".into(),
@@ -305,8 +354,22 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<ParsedRollout, Trajector
         .get("cli_version")
         .and_then(Value::as_str)
         .map(str::to_string);
+    Ok(SessionMeta {
+        era,
+        index: meta_index,
+        session_id,
+        cwd,
+        cli_version,
+    })
+}
 
-    // Replies, calls, outputs.
+/// Replies, calls, outputs: the calls in file order (with their outputs attached) and the
+/// line indexes of each reply's items.
+fn replies_and_calls(
+    path: &Path,
+    lines: &[RolloutLine],
+    era: Era,
+) -> Result<(Vec<CallRecord>, Vec<Vec<usize>>), TrajectoryError> {
     let mut calls: Vec<CallRecord> = Vec::new();
     let mut by_id: HashMap<String, usize> = HashMap::new();
     let mut replies: Vec<Vec<usize>> = Vec::new();
@@ -323,6 +386,7 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<ParsedRollout, Trajector
         };
         if !item.is_object() {
             return Err(err(
+                path,
                 l.line,
                 "payload",
                 "a response item must be an object".into(),
@@ -332,6 +396,7 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<ParsedRollout, Trajector
             Some(Value::String(s)) => s.as_str(),
             _ => {
                 return Err(err(
+                    path,
                     l.line,
                     "payload.type",
                     "a response item needs a string `type`".into(),
@@ -347,135 +412,27 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<ParsedRollout, Trajector
         } else {
             in_reply = false;
         }
-        let call_id = || -> Result<String, TrajectoryError> {
-            match item.get("call_id").or_else(|| item.get("id")) {
-                Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
-                _ => Err(err(
+        if matches!(ty, "function_call_output" | "custom_tool_call_output") {
+            attach_output(path, l, idx, item, ty, &mut calls, &by_id)?;
+            continue;
+        }
+        let Some((kind, tool, input)) = call_of(path, l.line, item, ty)? else {
+            continue;
+        };
+        let id = match item.get("call_id").or_else(|| item.get("id")) {
+            Some(Value::String(s)) if !s.is_empty() => s.clone(),
+            _ => {
+                return Err(err(
+                    path,
                     l.line,
                     "payload.call_id",
                     format!("a `{ty}` item needs a non-empty string call_id"),
-                )),
+                ))
             }
         };
-        let (kind, tool, input) = match ty {
-            "function_call" => {
-                let name = item.get("name").and_then(Value::as_str).ok_or_else(|| {
-                    err(
-                        l.line,
-                        "payload.name",
-                        "a function_call needs a string name".into(),
-                    )
-                })?;
-                let args = match item.get("arguments") {
-                    Some(Value::String(s)) => serde_json::from_str::<Value>(s)
-                        .unwrap_or_else(|_| Value::String(s.clone())),
-                    Some(v @ Value::Object(_)) => v.clone(),
-                    _ => {
-                        return Err(err(
-                            l.line,
-                            "payload.arguments",
-                            "a function_call needs `arguments` (a JSON string)".into(),
-                        ))
-                    }
-                };
-                (CallKind::Function, name.to_string(), args)
-            }
-            "custom_tool_call" => {
-                let name = item.get("name").and_then(Value::as_str).ok_or_else(|| {
-                    err(
-                        l.line,
-                        "payload.name",
-                        "a custom_tool_call needs a string name".into(),
-                    )
-                })?;
-                let input = item.get("input").and_then(Value::as_str).ok_or_else(|| {
-                    err(
-                        l.line,
-                        "payload.input",
-                        "a custom_tool_call needs a string input".into(),
-                    )
-                })?;
-                (
-                    CallKind::Custom,
-                    name.to_string(),
-                    Value::String(input.to_string()),
-                )
-            }
-            "local_shell_call" => {
-                let action = item
-                    .get("action")
-                    .filter(|a| a.is_object())
-                    .ok_or_else(|| {
-                        err(
-                            l.line,
-                            "payload.action",
-                            "a local_shell_call needs an action object".into(),
-                        )
-                    })?;
-                (
-                    CallKind::LocalShell,
-                    "local_shell".to_string(),
-                    action.clone(),
-                )
-            }
-            "function_call_output" | "custom_tool_call_output" => {
-                let id = match item.get("call_id") {
-                    Some(Value::String(s)) if !s.is_empty() => s.clone(),
-                    _ => {
-                        return Err(err(
-                            l.line,
-                            "payload.call_id",
-                            format!("a `{ty}` item needs a non-empty string call_id"),
-                        ))
-                    }
-                };
-                let Some(&ci) = by_id.get(&id) else {
-                    return Err(err(
-                        l.line,
-                        "payload.call_id",
-                        format!(
-                            "output for unknown call `{id}` (no earlier call has this call_id)"
-                        ),
-                    ));
-                };
-                let c = &mut calls[ci];
-                if c.output_index.is_some() {
-                    return Err(err(
-                        l.line,
-                        "payload.call_id",
-                        format!("second output for call `{id}`"),
-                    ));
-                }
-                if c.kind.output_type() != ty {
-                    return Err(err(
-                        l.line,
-                        "payload.type",
-                        format!(
-                            "call `{id}` is answered by `{ty}`, expected `{}`",
-                            c.kind.output_type()
-                        ),
-                    ));
-                }
-                let output = item
-                    .get("output")
-                    .ok_or_else(|| err(l.line, "payload.output", "missing output".into()))?;
-                let obs = observation_of(output).ok_or_else(|| {
-                    err(
-                        l.line,
-                        "payload.output",
-                        "output must be a string, an array of content items or {content, success}"
-                            .into(),
-                    )
-                })?;
-                c.output_index = Some(idx);
-                c.call.original = Some(obs);
-                continue;
-            }
-            _ => continue,
-        };
-        let id = call_id()?;
         if by_id.contains_key(&id) {
             return Err(err(
+                path,
                 l.line,
                 "payload.call_id",
                 format!("duplicate call_id `{id}`"),
@@ -499,10 +456,157 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<ParsedRollout, Trajector
             reply: replies.len(),
         });
     }
+    Ok((calls, replies))
+}
 
-    // Batches: the calls of each reply, in order.
+/// The kind, tool name and input of a call item of type `ty`; `None` when the item is not a
+/// call.
+fn call_of(
+    path: &Path,
+    line: usize,
+    item: &Value,
+    ty: &str,
+) -> Result<Option<(CallKind, String, Value)>, TrajectoryError> {
+    Ok(Some(match ty {
+        "function_call" => {
+            let name = item.get("name").and_then(Value::as_str).ok_or_else(|| {
+                err(
+                    path,
+                    line,
+                    "payload.name",
+                    "a function_call needs a string name".into(),
+                )
+            })?;
+            let args = match item.get("arguments") {
+                Some(Value::String(s)) => {
+                    serde_json::from_str::<Value>(s).unwrap_or_else(|_| Value::String(s.clone()))
+                }
+                Some(v @ Value::Object(_)) => v.clone(),
+                _ => {
+                    return Err(err(
+                        path,
+                        line,
+                        "payload.arguments",
+                        "a function_call needs `arguments` (a JSON string)".into(),
+                    ))
+                }
+            };
+            (CallKind::Function, name.to_string(), args)
+        }
+        "custom_tool_call" => {
+            let name = item.get("name").and_then(Value::as_str).ok_or_else(|| {
+                err(
+                    path,
+                    line,
+                    "payload.name",
+                    "a custom_tool_call needs a string name".into(),
+                )
+            })?;
+            let input = item.get("input").and_then(Value::as_str).ok_or_else(|| {
+                err(
+                    path,
+                    line,
+                    "payload.input",
+                    "a custom_tool_call needs a string input".into(),
+                )
+            })?;
+            (
+                CallKind::Custom,
+                name.to_string(),
+                Value::String(input.to_string()),
+            )
+        }
+        "local_shell_call" => {
+            let action = item
+                .get("action")
+                .filter(|a| a.is_object())
+                .ok_or_else(|| {
+                    err(
+                        path,
+                        line,
+                        "payload.action",
+                        "a local_shell_call needs an action object".into(),
+                    )
+                })?;
+            (
+                CallKind::LocalShell,
+                "local_shell".to_string(),
+                action.clone(),
+            )
+        }
+        _ => return Ok(None),
+    }))
+}
+
+/// Pair an output item (line `l`, index `idx`, type `ty`) with its earlier call.
+fn attach_output(
+    path: &Path,
+    l: &RolloutLine,
+    idx: usize,
+    item: &Value,
+    ty: &str,
+    calls: &mut [CallRecord],
+    by_id: &HashMap<String, usize>,
+) -> Result<(), TrajectoryError> {
+    let id = match item.get("call_id") {
+        Some(Value::String(s)) if !s.is_empty() => s.clone(),
+        _ => {
+            return Err(err(
+                path,
+                l.line,
+                "payload.call_id",
+                format!("a `{ty}` item needs a non-empty string call_id"),
+            ))
+        }
+    };
+    let Some(&ci) = by_id.get(&id) else {
+        return Err(err(
+            path,
+            l.line,
+            "payload.call_id",
+            format!("output for unknown call `{id}` (no earlier call has this call_id)"),
+        ));
+    };
+    let c = &mut calls[ci];
+    if c.output_index.is_some() {
+        return Err(err(
+            path,
+            l.line,
+            "payload.call_id",
+            format!("second output for call `{id}`"),
+        ));
+    }
+    if c.kind.output_type() != ty {
+        return Err(err(
+            path,
+            l.line,
+            "payload.type",
+            format!(
+                "call `{id}` is answered by `{ty}`, expected `{}`",
+                c.kind.output_type()
+            ),
+        ));
+    }
+    let output = item
+        .get("output")
+        .ok_or_else(|| err(path, l.line, "payload.output", "missing output".into()))?;
+    let obs = observation_of(output).ok_or_else(|| {
+        err(
+            path,
+            l.line,
+            "payload.output",
+            "output must be a string, an array of content items or {content, success}".into(),
+        )
+    })?;
+    c.output_index = Some(idx);
+    c.call.original = Some(obs);
+    Ok(())
+}
+
+/// Batches: the calls of each reply, in order.
+fn batches(calls: &[CallRecord]) -> Vec<Batch> {
     let mut batches: Vec<Batch> = Vec::new();
-    for c in &calls {
+    for c in calls {
         match batches.last_mut() {
             Some(b) if b.model_turn == c.reply => b.calls.push(c.call.clone()),
             _ => batches.push(Batch {
@@ -517,27 +621,7 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<ParsedRollout, Trajector
     for b in &mut batches {
         b.complete = b.calls.iter().all(|c| c.original.is_some());
     }
-    let plan = Plan {
-        agent: AGENT.into(),
-        recorded_version: cli_version.clone(),
-        session_id: Some(session_id.clone()),
-        original_cwd: cwd.clone(),
-        batches,
-        model_turns: replies.len(),
-        native: Default::default(),
-    };
-    Ok(ParsedRollout {
-        path: path.to_path_buf(),
-        era,
-        lines,
-        meta_index,
-        session_id,
-        cwd,
-        cli_version,
-        calls,
-        replies,
-        plan,
-    })
+    batches
 }
 
 #[cfg(test)]
