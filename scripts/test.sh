@@ -17,6 +17,17 @@ cd "$ROOT"
 command -v cargo >/dev/null || { echo "scripts/test.sh: cargo is required" >&2; exit 1; }
 command -v node >/dev/null || { echo "scripts/test.sh: node (>= 18) is required for the agent CLIs" >&2; exit 1; }
 
+if git -C "$ROOT" rev-parse --git-dir >/dev/null 2>&1; then
+    # A fixture workspace may carry its own .gitignore (agents honour it); every file under
+    # tests/fixtures must still be committed, or a clean clone replays a different workspace.
+    ignored="$(git -C "$ROOT" ls-files --others --ignored --exclude-standard tests/fixtures journal-format/vectors)"
+    if [ -n "$ignored" ]; then
+        echo "scripts/test.sh: fixture files ignored by a .gitignore (add them with git add -f):" >&2
+        echo "$ignored" >&2
+        exit 1
+    fi
+fi
+
 echo "== cargo fmt --check ==" >&2
 cargo fmt --all --check
 
