@@ -38,10 +38,75 @@ pub fn entrypoint(prefix: &Path, agent: &AgentEntry) -> PathBuf {
 }
 
 /// The entrypoint of an existing installation of `version` under the default root, if it
-/// answers `--version` with that version.
+/// answers `--version` with that version and its helpers are there.
 pub fn installed(agent: &AgentEntry, version: &str) -> Option<PathBuf> {
-    let e = entrypoint(&prefix(&agents_root(), agent, version), agent);
-    reports(&e, version).then_some(e)
+    let pfx = prefix(&agents_root(), agent, version);
+    let e = entrypoint(&pfx, agent);
+    (reports(&e, version) && helpers_present(&pfx, agent)).then_some(e)
+}
+
+/// The directory of an installation's helpers (`<prefix>/bin`): put it on the agent's PATH.
+pub fn helper_dir(prefix: &Path) -> PathBuf {
+    prefix.join("bin")
+}
+
+/// A helper executable of the pinned installation of `agent` under the default root.
+pub fn helper(agent: &AgentEntry, bin: &str) -> Option<PathBuf> {
+    let p = helper_dir(&prefix(&agents_root(), agent, agent.pinned)).join(bin);
+    p.is_file().then_some(p)
+}
+
+/// A helper installed beside an agent executable `entrypoint` (`<prefix>/bin/<bin>` for
+/// `<prefix>/node_modules/.bin/<cli>` or `<prefix>/venv/bin/<cli>`), else of the pinned
+/// installation under the default root.
+pub fn helper_near(entrypoint: Option<&Path>, agent: &AgentEntry, bin: &str) -> Option<PathBuf> {
+    let near = entrypoint.and_then(|e| {
+        e.ancestors()
+            .skip(1)
+            .take(3)
+            .map(|d| helper_dir(d).join(bin))
+            .find(|p| p.is_file())
+    });
+    near.or_else(|| helper(agent, bin))
+}
+
+fn helpers_present(prefix: &Path, agent: &AgentEntry) -> bool {
+    agent
+        .install
+        .helpers
+        .iter()
+        .all(|h| helper_dir(prefix).join(h.bin).is_file())
+}
+
+/// Install the helpers of `agent` into `prefix` (a virtual environment of their own).
+fn install_helpers(prefix: &Path, agent: &AgentEntry) -> Result<(), String> {
+    if agent.install.helpers.is_empty() || helpers_present(prefix, agent) {
+        return Ok(());
+    }
+    let venv = prefix.join("helpers");
+    let py = python_at_least("3.8")
+        .ok_or("no Python 3 found to install the agent's helpers (set PVISOR_PYTHON)")?;
+    if !venv.join("bin/python").exists() {
+        run(
+            Command::new(&py).args(["-m", "venv"]).arg(&venv),
+            &format!("{} -m venv {}", py.display(), venv.display()),
+        )?;
+    }
+    for h in agent.install.helpers {
+        run(
+            Command::new(venv.join("bin/pip"))
+                .args(["install", "--disable-pip-version-check", "-q"])
+                .arg(format!("{}=={}", h.package, h.version)),
+            &format!("pip install {}=={}", h.package, h.version),
+        )?;
+        let bin = helper_dir(prefix);
+        std::fs::create_dir_all(&bin).map_err(|e| format!("{}: {e}", bin.display()))?;
+        let link = bin.join(h.bin);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(venv.join("bin").join(h.bin), &link)
+            .map_err(|e| format!("{}: {e}", link.display()))?;
+    }
+    Ok(())
 }
 
 /// Whether `exe --version` prints `version`.
@@ -77,20 +142,23 @@ pub fn install(root: &Path, agent: &AgentEntry, version: &str) -> Result<PathBuf
     lock.lock_exclusive()
         .map_err(|e| format!("{}: {e}", lock_path.display()))?;
     let exe = entrypoint(&pfx, agent);
-    if reports(&exe, version) {
+    if reports(&exe, version) && helpers_present(&pfx, agent) {
         eprintln!("[pvisor agents] {}@{version} already installed", agent.name);
         return Ok(exe);
     }
     std::fs::create_dir_all(&pfx).map_err(|e| format!("{}: {e}", pfx.display()))?;
-    match agent.install.package {
-        Package::Npm { package, .. } => npm_install(&pfx, package, version)?,
-        Package::PyPI {
-            package, python, ..
-        } => pip_install(&pfx, package, version, python)?,
+    if !reports(&exe, version) {
+        match agent.install.package {
+            Package::Npm { package, .. } => npm_install(&pfx, package, version)?,
+            Package::PyPI {
+                package, python, ..
+            } => pip_install(&pfx, package, version, python)?,
+        }
+        if let Some(fix) = agent.install.post_install {
+            fix(&pfx)?;
+        }
     }
-    if let Some(fix) = agent.install.post_install {
-        fix(&pfx)?;
-    }
+    install_helpers(&pfx, agent)?;
     if !reports(&exe, version) {
         return Err(format!(
             "after installing {}@{version}, `{} --version` does not report {version}",

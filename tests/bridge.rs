@@ -73,6 +73,7 @@ fn config(upstream: &str, upstream_protocol: Protocol) -> BridgeConfig {
         port: 0,
         resume: None,
         refused_blobs: None,
+        hold_beyond_budget: false,
     }
 }
 

@@ -98,6 +98,7 @@ fn config(
         port: 0,
         resume: None,
         refused_blobs: None,
+        hold_beyond_budget: false,
     }
 }
 

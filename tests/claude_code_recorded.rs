@@ -71,6 +71,7 @@ fn replay(name: &str) -> Vec<(String, String, String)> {
     let ctx = ExecContext {
         workspace: ws.clone(),
         log_dir: logs.path().to_path_buf(),
+        state_dir: logs.path().to_path_buf(),
         timeout: Duration::from_secs(60),
     };
     let mut mismatches = Vec::new();

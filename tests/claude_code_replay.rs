@@ -170,6 +170,7 @@ fn replays_every_batch_byte_for_byte_at_the_original_path() {
     let ctx = ExecContext {
         workspace: ws.clone(),
         log_dir: logs.path().to_path_buf(),
+        state_dir: logs.path().to_path_buf(),
         timeout: Duration::from_secs(60),
     };
     let session = tools::ToolSession::new(tools::ToolConfig::for_session(&parsed));
@@ -225,6 +226,7 @@ fn edit_without_the_read_state_loses_the_file_state_suffix() {
     let ctx = ExecContext {
         workspace: ws.clone(),
         log_dir: logs.path().to_path_buf(),
+        state_dir: logs.path().to_path_buf(),
         timeout: Duration::from_secs(60),
     };
     let edit = &parsed.plan().batches[3].calls[0];

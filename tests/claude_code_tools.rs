@@ -32,6 +32,7 @@ fn env_cfg(config: ToolConfig) -> Env {
     let ctx = ExecContext {
         workspace: ws.clone(),
         log_dir: logs.path().to_path_buf(),
+        state_dir: logs.path().to_path_buf(),
         timeout: Duration::from_secs(30),
     };
     let s = ToolSession::new(config);

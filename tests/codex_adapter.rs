@@ -22,6 +22,7 @@ fn ctx(ws: &Path) -> ExecContext {
     ExecContext {
         workspace: ws.to_path_buf(),
         log_dir: ws.join(".logs"),
+        state_dir: ws.join(".logs"),
         timeout: std::time::Duration::from_secs(30),
     }
 }

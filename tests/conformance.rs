@@ -29,6 +29,8 @@ mod claude;
 mod codex;
 #[path = "support/ns.rs"]
 mod ns;
+#[path = "support/opencode.rs"]
+mod opencode;
 
 #[path = "conformance/claude_code.rs"]
 mod claude_code;
@@ -36,6 +38,8 @@ mod claude_code;
 mod codex_cli;
 #[path = "conformance/kit.rs"]
 mod kit;
+#[path = "conformance/opencode_cli.rs"]
+mod opencode_cli;
 
 use kit::{differences, file_states, main_requests, outcome, refold, Fixture};
 use serde_json::Value;
@@ -46,6 +50,7 @@ type Fixtures = fn() -> Vec<Fixture>;
 const ADAPTERS: &[(&str, Fixtures)] = &[
     ("claude-code", claude_code::fixtures),
     ("codex", codex_cli::fixtures),
+    ("opencode", opencode_cli::fixtures),
 ];
 
 fn fixtures() -> Vec<Fixture> {

@@ -167,6 +167,7 @@ async fn run(s: &Setup, o: Opts) -> Run {
         port: 0,
         resume: None,
         refused_blobs: None,
+        hold_beyond_budget: false,
     };
     let state = s.state.path().join("state");
     let mut c = ClaudeContinuation::new(

@@ -478,6 +478,37 @@ pub struct AgentExited {
     pub signal: Option<i64>,
     #[serde(default)]
     pub message: Option<String>,
+    /// Set when a watchdog of the runner stopped the agent (format 1.3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<StoppedBy>,
+}
+
+/// Why a runner watchdog stopped the agent (format 1.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The live step budget was reached and the agent asked for one more model reply.
+    StepBudget,
+    /// The agent wrote nothing for the idle limit.
+    Idle,
+}
+
+/// A runner watchdog that stopped the agent (format 1.3).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoppedBy {
+    /// The adapter's name for this watchdog: the key of its entry in the result's
+    /// `metadata` (e.g. `opencode_step_budget`).
+    pub name: String,
+    pub reason: StopReason,
+    /// The signal sent to the agent's process group (`SIGINT`, `SIGTERM`).
+    pub signal: String,
+    /// Live steps answered when it fired.
+    pub steps: u64,
+    #[serde(default)]
+    pub budget: Option<u64>,
+    /// The idle limit, for `idle`.
+    #[serde(default)]
+    pub idle_seconds: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -208,6 +208,7 @@ fn build(kind: u16, s: &[String], n: &[u64], b: &[bool]) -> Event {
             code: if bo(0) { Some(nu(0) as i64) } else { None },
             signal: None,
             message: opt(1),
+            stopped_by: None,
         }),
         15 => Event::Recovered(Recovered {
             offset: nu(0),

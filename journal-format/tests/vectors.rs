@@ -224,6 +224,7 @@ pub fn complete_events() -> Vec<Event> {
             code: Some(0),
             signal: None,
             message: None,
+            stopped_by: None,
         }),
         Event::SessionWritten(SessionWritten {
             role: SessionRole::Continued,
@@ -311,6 +312,7 @@ pub fn v1_1_events() -> Vec<Event> {
         code: Some(1),
         signal: None,
         message: Some("bridge refused".into()),
+        stopped_by: None,
     }));
     evs.push(Event::RunFailed(RunFailed {
         category: FailureCategory::ContinuationError,
@@ -381,6 +383,26 @@ pub fn v1_2_events() -> Vec<Event> {
     evs
 }
 
+/// Format 1.3: a continuation the runner's step-budget watchdog stopped with SIGINT.
+pub fn v1_3_events() -> Vec<Event> {
+    let mut evs = complete_events();
+    for e in evs.iter_mut() {
+        if let Event::AgentExited(a) = e {
+            a.signal = Some(2);
+            a.code = None;
+            a.stopped_by = Some(StoppedBy {
+                name: "opencode_step_budget".into(),
+                reason: StopReason::StepBudget,
+                signal: "SIGINT".into(),
+                steps: 2,
+                budget: Some(2),
+                idle_seconds: None,
+            });
+        }
+    }
+    evs
+}
+
 fn vectors() -> Vec<(&'static str, Vec<u8>)> {
     let complete = encode(&header(), &complete_events());
     let offs = offsets(&complete);
@@ -413,6 +435,9 @@ fn vectors() -> Vec<(&'static str, Vec<u8>)> {
     let mut h12 = header();
     h12.minor = 2;
     let v12 = encode(&h12, &v1_2_events());
+    let mut h13 = header();
+    h13.minor = 3;
+    let v13 = encode(&h13, &v1_3_events());
     vec![
         ("complete", complete),
         ("torn-tail", torn),
@@ -421,6 +446,7 @@ fn vectors() -> Vec<(&'static str, Vec<u8>)> {
         ("newer-major", newer_bytes),
         ("complete-1.1", v11),
         ("complete-1.2", v12),
+        ("complete-1.3", v13),
     ]
 }
 
@@ -515,4 +541,22 @@ fn the_1_2_vector_decodes_back() {
     }
     assert_eq!(got, v1_2_events());
     assert!(got.iter().any(|e| matches!(e, Event::WorkspaceRestored(_))));
+}
+
+#[test]
+fn the_1_3_vector_decodes_back_and_older_events_encode_as_before() {
+    let bytes = std::fs::read(dir().join("complete-1.3.pvj")).unwrap();
+    let mut rr = RecordReader::open(&bytes[..]).unwrap();
+    assert_eq!(rr.header().minor, 3);
+    let mut got = vec![];
+    while let Some(r) = rr.next_record().unwrap() {
+        got.push(Event::decode(r.kind, r.payload()).unwrap());
+    }
+    assert_eq!(got, v1_3_events());
+    // An agent_exited without a watchdog has the 1.2 encoding (no new key on the wire).
+    let old = complete_events()
+        .into_iter()
+        .find(|e| matches!(e, Event::AgentExited(_)))
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&old.encode_payload()).contains("stopped_by"));
 }

@@ -88,6 +88,9 @@ pub struct BridgeConfig {
     /// The run's state directory: a refused request's body is kept in its blob store
     /// (secrets redacted) and named by the journaled validation. `None`: not kept.
     pub refused_blobs: Option<std::path::PathBuf>,
+    /// Hold a request beyond the live step budget unanswered (the runner interrupts the
+    /// agent) instead of answering it with an error (`runner::Watchdogs::step_budget`).
+    pub hold_beyond_budget: bool,
 }
 
 /// How the model upstream failed a request.

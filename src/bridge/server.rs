@@ -356,6 +356,9 @@ async fn report_refusal(sh: &Shared, r: Refusal, digest: String, body: Option<&[
     reason
 }
 
+/// How long a request beyond the budget is held when the runner interrupts the agent.
+const HOLD_BEYOND_BUDGET: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// The answer to a request beyond the live step budget: an error the agent does not retry,
 /// in its protocol's shape, so that it stops at once.
 fn budget_stop_response(protocol: Protocol) -> Response<Body> {
@@ -666,6 +669,10 @@ fn prepare(sh: &Shared, mut body: Value) -> Result<Prepared, Refusal> {
     };
     let plen = cfg.prefix.len();
     let mut msgs = msgs.clone();
+    // The items the agent generates afresh for every request (its system prompt) are
+    // forwarded as they are and are not part of the prefix.
+    let head_len = cfg.rules.generated_head(&msgs).min(msgs.len());
+    let head: Vec<Value> = msgs.drain(..head_len).collect();
     // Exactly what the agent's resume inserted, by its adapter's declared rules.
     let refused = |r: crate::kit::RuleRefusal| match r.difference {
         Some(d) => Refusal::with(n, r.reason, format!("request {n} has {d}")),
@@ -682,7 +689,7 @@ fn prepare(sh: &Shared, mut body: Value) -> Result<Prepared, Refusal> {
     // A resume nonce must not remain anywhere (object keys included).
     if let Some(t) = cfg.rules.forbidden_text() {
         let mut probe = body.clone();
-        probe[key] = Value::Array(msgs.clone());
+        probe[key] = Value::Array(head.iter().chain(&msgs).cloned().collect());
         if probe.to_string().contains(t) {
             return Err(Refusal::new(
                 n,
@@ -753,7 +760,7 @@ fn prepare(sh: &Shared, mut body: Value) -> Result<Prepared, Refusal> {
             .is_some_and(|r| r.prompt_injected_before);
         injected = !sh.state.lock().unwrap().injected && !before;
     }
-    body[key] = Value::Array(msgs);
+    body[key] = Value::Array(head.into_iter().chain(msgs).collect());
     if cfg.disable_thinking {
         cfg.protocol.disable_thinking(&mut body);
     }
@@ -794,6 +801,11 @@ async fn main(
             // and answered so that the agent stops at once.
             if r.budget {
                 report_refusal(&sh, r, digest, None).await;
+                if sh.cfg.hold_beyond_budget {
+                    // The runner interrupts the agent on this fact; the request stays
+                    // unanswered until then (bounded, should the agent ignore it).
+                    tokio::time::sleep(HOLD_BEYOND_BUDGET).await;
+                }
                 return budget_stop_response(sh.cfg.protocol);
             }
             return refuse_kept(

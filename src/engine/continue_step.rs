@@ -150,10 +150,7 @@ fn continuation_agent(
 ) -> Result<Box<dyn crate::runner::ContinuationAgent>, RunError> {
     let continued_artifact = req.output_dir.join("native").join(format!(
         "continued-session.{}",
-        req.trajectory
-            .extension()
-            .and_then(|e| e.to_str())
-            .unwrap_or("jsonl")
+        adapter.session_extension(&req.trajectory)
     ));
     Ok(adapter.continuation(&ContinueRequest {
         plan,
@@ -198,7 +195,7 @@ pub fn run(
     if budget == Some(0) {
         // The budget was used up before the crash and every step's tools have results: the
         // agent would only have stopped at its turn limit.
-        rec.record(Event::AgentExited(AgentExited { status: AgentStatus::MaxSteps, code: None, signal: None, message: Some("live step budget used before the run was interrupted; the agent was not started again".into()) }))?;
+        rec.record(Event::AgentExited(AgentExited { status: AgentStatus::MaxSteps, code: None, signal: None, message: Some("live step budget used before the run was interrupted; the agent was not started again".into()), stopped_by: None }))?;
         return write_continued(rec, adapter, req, plan, rebuilt, &probe.agent);
     }
     std::fs::create_dir_all(req.state_dir.join("logs")).map_err(|e| {
@@ -276,6 +273,7 @@ pub fn run(
                 steps_before: r.steps_before,
             }),
             refused_blobs: Some(req.state_dir.clone()),
+            hold_beyond_budget: false,
         };
         run_continuation(&mut agent, &spec, cfg, |ev: Event| {
             // A live step's tool calls reach the agent only after this returns: the

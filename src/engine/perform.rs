@@ -159,6 +159,9 @@ pub fn validate(
             .into());
         }
     }
+    // What only the adapter knows: whether this session can be rebuilt and continued at
+    // boundary n (e.g. it holds what the agent needs to resume).
+    adapter.check_plan(plan, n, req.mode)?;
     let mut stale = vec![];
     for b in &plan.batches[..n] {
         for (i, c) in b.calls.iter().enumerate() {
@@ -222,11 +225,7 @@ pub fn write_session(
         SessionRole::Prepared => (req.state_dir.join("prepared"), "prepared-session"),
         _ => (req.state_dir.clone(), "reconstructed-session"),
     };
-    let ext = req
-        .trajectory
-        .extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or("jsonl");
+    let ext = adapter.session_extension(&req.trajectory);
     let artifact = native_dir(req).join(format!("{file}.{ext}"));
     std::fs::create_dir_all(native_dir(req))
         .map_err(|e| RunError::Internal(format!("{}: {e}", native_dir(req).display())))?;
@@ -282,6 +281,7 @@ pub fn exec_context(req: &ReplayRequest) -> ExecContext {
     ExecContext {
         workspace: req.workspace.clone(),
         log_dir: req.state_dir.join("logs"),
+        state_dir: req.state_dir.clone(),
         timeout: Duration::from_secs(600),
     }
 }
@@ -319,10 +319,7 @@ pub fn rebuild_again(
     let obs = fresh_observations(rec)?;
     let artifact = native_dir(req).join(format!(
         "reconstructed-session.{}",
-        req.trajectory
-            .extension()
-            .and_then(|e| e.to_str())
-            .unwrap_or("jsonl")
+        adapter.session_extension(&req.trajectory)
     ));
     // Once the agent was started it owns its native session (it appended live turns): only
     // recompute it then, never write it again.

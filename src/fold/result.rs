@@ -257,6 +257,17 @@ pub fn derive(s: &ReplayState) -> ReplayResult {
         "bridge": { "validated_model_requests": s.bridge.validated, "rejected_model_requests": s.bridge.rejected, "side_requests": s.bridge.side_requests, "first_request_ends_at_boundary": s.bridge.first_request_ok },
         "journal": { "events": s.events, "last_seq": s.last_seq, "recoveries": s.recoveries.len(), "resumes": s.resumes },
     });
+    let mut metadata = metadata;
+    // A runner watchdog that stopped the agent, under the adapter's name for it.
+    if let Some(w) = s.agent_exit.as_ref().and_then(|a| a.stopped_by.as_ref()) {
+        metadata[w.name.as_str()] = serde_json::json!({
+            "reason": w.reason,
+            "signal": w.signal,
+            "steps": w.steps,
+            "budget": w.budget,
+            "idle_seconds": w.idle_seconds,
+        });
+    }
     let retryable = s.failure.as_ref().map(|f| f.retryable).unwrap_or(false);
     ReplayResult {
         schema_version: RESULT_SCHEMA.into(),

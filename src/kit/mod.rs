@@ -6,6 +6,7 @@
 //!
 //! Every type here is agent-neutral; agent specifics live in `crate::adapters::<agent>`.
 
+pub mod json_lines;
 pub mod registry;
 pub mod rules;
 
@@ -153,6 +154,9 @@ pub struct ExecContext {
     pub workspace: PathBuf,
     /// Where full tool output logs go.
     pub log_dir: PathBuf,
+    /// The run's state directory: an agent's isolated home lives below it (tools that save
+    /// files there, e.g. full outputs, write them where the continued agent will look).
+    pub state_dir: PathBuf,
     /// Per-call timeout.
     pub timeout: std::time::Duration,
 }
@@ -234,6 +238,25 @@ pub trait Adapter: Send + Sync {
     fn name(&self) -> &'static str;
     /// Parse a native trajectory into a plan of batches (its own parse in `plan.native`).
     fn parse(&self, path: &Path, bytes: &[u8]) -> Result<Plan, crate::error::TrajectoryError>;
+    /// Whether this plan can be rebuilt (and, in `Continue` mode, continued) at boundary
+    /// `after_step`: checked before any tool runs. A refusal names what is missing.
+    fn check_plan(
+        &self,
+        _plan: &Plan,
+        _after_step: usize,
+        _mode: journal_format::event::Mode,
+    ) -> Result<(), AdapterError> {
+        Ok(())
+    }
+    /// The file extension of the native sessions pvisor writes (prepared, reconstructed,
+    /// continued): by default the trajectory's own.
+    fn session_extension(&self, source: &Path) -> String {
+        source
+            .extension()
+            .and_then(|e| e.to_str())
+            .unwrap_or("jsonl")
+            .to_string()
+    }
     /// How a call may be treated (refused, re-run after a crash…).
     fn classify(&self, call: &ToolCall) -> ToolClass;
     /// The runner of this process's calls. `completed` holds the calls the journal says

@@ -73,10 +73,23 @@ pub enum Package {
 /// A fix-up run in the install prefix after the package manager.
 pub type PostInstall = fn(&std::path::Path) -> Result<(), String>;
 
+/// A command-line helper the agent runs and does not ship (OpenCode's ripgrep), installed
+/// from PyPI beside the agent and put on the agent's PATH.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Helper {
+    /// The PyPI package (`ripgrep`).
+    pub package: &'static str,
+    pub version: &'static str,
+    /// The executable it provides (`rg`), linked into `<prefix>/bin/`.
+    pub bin: &'static str,
+}
+
 /// How `pvisor agents install` installs an agent.
 #[derive(Debug, Clone, Copy)]
 pub struct Install {
     pub package: Package,
+    /// Helpers installed with it (into `<prefix>/helpers`, linked into `<prefix>/bin`).
+    pub helpers: &'static [Helper],
     /// A fix-up after the package manager ran, in the install prefix (e.g. linking a native
     /// binary an install script may have skipped).
     pub post_install: Option<PostInstall>,

@@ -42,6 +42,13 @@ pub trait RequestRules: Send + Sync + std::fmt::Debug {
         prefix_len: usize,
     ) -> Result<Vec<Removed>, RuleRefusal>;
 
+    /// How many leading items of `messages` the agent generates afresh for every request
+    /// (a system prompt rendered with the live date and environment): forwarded as they
+    /// are, never part of the prefix, so never compared. Default: none.
+    fn generated_head(&self, _messages: &[Value]) -> usize {
+        0
+    }
+
     /// A text that must occur nowhere in the request once the removals are done (a per-run
     /// resume nonce).
     fn forbidden_text(&self) -> Option<&str> {

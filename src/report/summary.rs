@@ -77,6 +77,16 @@ pub fn summary(e: &Event) -> String {
         Event::BatchFinished(b) => {
             format!("batch {} workspace {}", b.batch, short(&b.workspace_digest))
         }
+        Event::AgentExited(a) if a.stopped_by.is_some() => {
+            let w = a.stopped_by.as_ref().expect("checked");
+            format!(
+                "{:?} code={} stopped by {} ({})",
+                a.status,
+                a.code.map(|c| c.to_string()).unwrap_or("-".into()),
+                w.name,
+                w.signal
+            )
+        }
         Event::SessionWritten(w) => {
             format!("{:?} session {} ({})", w.role, w.path, short(&w.digest))
         }
@@ -85,7 +95,13 @@ pub fn summary(e: &Event) -> String {
             "request {}{} {}{}{}",
             v.n,
             if v.side { " (side)" } else { "" },
-            if v.ok { "ok" } else { "REJECTED" },
+            if v.ok {
+                "ok"
+            } else if v.budget_exhausted {
+                "beyond the step budget"
+            } else {
+                "REJECTED"
+            },
             if v.removed.is_empty() {
                 String::new()
             } else {

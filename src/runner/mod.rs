@@ -12,7 +12,7 @@ use crate::bridge::{self, BridgeConfig, BridgeStats};
 use crate::kit::AdapterError;
 use crate::kit::RequestRules;
 use crate::protocol::Protocol;
-use journal_format::event::{AgentExited, AgentStatus, ContinuationStarted};
+use journal_format::event::{AgentExited, AgentStatus, ContinuationStarted, StopReason, StoppedBy};
 use journal_format::Event;
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -22,9 +22,10 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 
 /// How the agent's stdin is wired.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum StdinMode {
     /// `/dev/null`.
+    #[default]
     Null,
     /// A pipe kept open (the agent waits for input on it) and closed once the agent reported
     /// its final result on stdout (or when it exits).
@@ -32,7 +33,7 @@ pub enum StdinMode {
 }
 
 /// The exact process to start.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct AgentCommand {
     pub program: PathBuf,
     pub args: Vec<String>,
@@ -44,9 +45,24 @@ pub struct AgentCommand {
     /// Host/time snapshots of the native session the adapter set to the live values before
     /// this start (journaled with `continuation_started`).
     pub neutralized: Vec<journal_format::event::Neutralized>,
+    /// When set, the agent's stdout goes to this file (which the runner tails) instead of a
+    /// pipe: for agents that block-buffer a piped stdout and would report nothing until they
+    /// exit.
+    pub stdout_file: Option<PathBuf>,
 }
 
-/// How the agent process ended.
+/// Watchdogs the runner keeps over one agent (declared by its adapter).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Watchdogs {
+    /// Interrupt the agent (SIGINT to its process group) when it asks for a model reply
+    /// beyond the live step budget, instead of answering it with an error: for agents that
+    /// record such an error in their session or retry it. The bridge holds the request
+    /// unanswered; the name is the key of the watchdog's entry in the result's metadata.
+    pub step_budget: Option<String>,
+    /// Stop the agent (SIGTERM, then SIGKILL) when it has written nothing to stdout or
+    /// stderr and made no model request for this long: `(name, limit)`.
+    pub idle: Option<(String, Duration)>,
+}
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ExitInfo {
     pub code: Option<i32>,
@@ -80,6 +96,11 @@ pub struct ContinuedSession {
 pub trait ContinuationAgent: Send {
     /// The protocol the agent speaks to the bridge.
     fn protocol(&self) -> Protocol;
+    /// The runner's watchdogs for this agent (default: none; the bridge answers a request
+    /// beyond the budget with an error the agent does not retry).
+    fn watchdogs(&self) -> Watchdogs {
+        Watchdogs::default()
+    }
     /// Exactly what this agent's resume inserts into its requests, and how they compare.
     fn request_rules(&self) -> Arc<dyn RequestRules>;
     /// The command resuming the rebuilt session against the bridge with `budget` live steps.
@@ -123,6 +144,9 @@ pub struct ResumeInfo {
 impl<T: ContinuationAgent + ?Sized> ContinuationAgent for Box<T> {
     fn protocol(&self) -> Protocol {
         (**self).protocol()
+    }
+    fn watchdogs(&self) -> Watchdogs {
+        (**self).watchdogs()
     }
     fn request_rules(&self) -> Arc<dyn RequestRules> {
         (**self).request_rules()
@@ -198,6 +222,9 @@ pub struct ContinuationOutcome {
 
 const TAIL_BYTES: usize = 64 * 1024;
 
+/// How long an agent interrupted by the step-budget watchdog has to exit before SIGKILL.
+const INTERRUPT_GRACE: Duration = Duration::from_secs(10);
+
 fn push_tail(tail: &mut VecDeque<u8>, bytes: &[u8]) {
     tail.extend(bytes);
     while tail.len() > TAIL_BYTES {
@@ -216,8 +243,20 @@ fn kill_group(pid: Option<u32>, sig: i32) {
 
 /// The agent's process: exactly `cmd`'s program, arguments, environment and directory, in
 /// its own process group, killed with pvisor.
-fn agent_process(cmd: &AgentCommand) -> tokio::process::Command {
+fn agent_process(cmd: &AgentCommand) -> Result<tokio::process::Command, AdapterError> {
     let mut command = tokio::process::Command::new(&cmd.program);
+    match &cmd.stdout_file {
+        Some(f) => {
+            let file = std::fs::File::create(f).map_err(|source| AdapterError::Io {
+                path: f.clone(),
+                source,
+            })?;
+            command.stdout(Stdio::from(file));
+        }
+        None => {
+            command.stdout(Stdio::piped());
+        }
+    }
     command
         .args(&cmd.args)
         .current_dir(&cmd.cwd)
@@ -227,7 +266,6 @@ fn agent_process(cmd: &AgentCommand) -> tokio::process::Command {
             StdinMode::Null => Stdio::null(),
             StdinMode::OpenUntilResult => Stdio::piped(),
         })
-        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
@@ -250,7 +288,45 @@ fn agent_process(cmd: &AgentCommand) -> tokio::process::Command {
             Ok(())
         });
     }
-    command
+    Ok(command)
+}
+
+/// The complete lines appended to a tailed stdout file since the last call.
+struct Tail {
+    file: Option<std::fs::File>,
+    pending: Vec<u8>,
+}
+
+impl Tail {
+    fn open(path: Option<&PathBuf>) -> Tail {
+        Tail {
+            file: path.and_then(|p| std::fs::File::open(p).ok()),
+            pending: Vec::new(),
+        }
+    }
+    /// New complete lines; with `last`, the unterminated rest too.
+    fn lines(&mut self, last: bool) -> Vec<String> {
+        use std::io::Read;
+        let Some(f) = self.file.as_mut() else {
+            return Vec::new();
+        };
+        let mut buf = [0u8; 65536];
+        while let Ok(k) = f.read(&mut buf) {
+            if k == 0 {
+                break;
+            }
+            self.pending.extend_from_slice(&buf[..k]);
+        }
+        let mut out = Vec::new();
+        while let Some(i) = self.pending.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.pending.drain(..=i).collect();
+            out.push(String::from_utf8_lossy(&line[..line.len() - 1]).into_owned());
+        }
+        if last && !self.pending.is_empty() {
+            out.push(String::from_utf8_lossy(&std::mem::take(&mut self.pending)).into_owned());
+        }
+        out
+    }
 }
 
 /// The agent's stdout and stderr logs, when the spec asks for them.
@@ -271,10 +347,28 @@ fn open_logs(spec: &ContinuationSpec) -> (Option<std::fs::File>, Option<std::fs:
 fn overriding_verdict(
     mut verdict: AgentVerdict,
     timed_out: bool,
+    stopped_by: Option<&StoppedBy>,
     stats: &BridgeStats,
     spec: &ContinuationSpec,
 ) -> AgentVerdict {
-    if timed_out {
+    if let Some(w) = stopped_by {
+        verdict = match w.reason {
+            StopReason::StepBudget => AgentVerdict {
+                status: AgentStatus::MaxSteps,
+                message: Some(format!(
+                    "live step budget of {} used; the agent was interrupted ({}) when it asked for another model reply",
+                    w.steps, w.signal
+                )),
+            },
+            StopReason::Idle => AgentVerdict {
+                status: AgentStatus::Failed,
+                message: Some(format!(
+                    "the agent wrote nothing and made no model request for {} s; it was stopped",
+                    w.idle_seconds.unwrap_or(0)
+                )),
+            },
+        };
+    } else if timed_out {
         verdict = AgentVerdict {
             status: AgentStatus::Failed,
             message: Some(format!(
@@ -345,6 +439,8 @@ where
     bridge_cfg.protocol = agent.protocol();
     bridge_cfg.rules = agent.request_rules();
     bridge_cfg.max_steps = spec.budget;
+    let watchdogs = agent.watchdogs();
+    bridge_cfg.hold_beyond_budget = watchdogs.step_budget.is_some();
     let (bridge, mut notices) = bridge::start(bridge_cfg)
         .await
         .map_err(|e| AdapterError::Continuation(e.to_string()))?;
@@ -361,7 +457,7 @@ where
         neutralized: cmd.neutralized.clone(),
     })))?;
 
-    let mut command = agent_process(&cmd);
+    let mut command = agent_process(&cmd)?;
     let mut child = command.spawn().map_err(|e| {
         AdapterError::Continuation(format!("cannot start {}: {e}", cmd.program.display()))
     })?;
@@ -370,7 +466,15 @@ where
         bridge.set_agent_process_group(p); // process_group(0): its pgid is its pid
     }
     let mut stdin = child.stdin.take();
-    let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+    let piped = child.stdout.take();
+    let mut stdout_open = piped.is_some();
+    let mut stdout = piped.map(|p| BufReader::new(p).lines());
+    let mut tail = Tail::open(cmd.stdout_file.as_ref());
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let mut last_activity = tokio::time::Instant::now();
+    let idle_limit = watchdogs.idle.as_ref().map(|(_, d)| *d);
+    let mut stopped_by: Option<StoppedBy> = None;
+    let mut interrupted_at: Option<tokio::time::Instant> = None;
     let mut stderr = child.stderr.take().expect("piped stderr");
     let (mut out_log, mut err_log) = open_logs(spec);
     let mut err_tail: VecDeque<u8> = VecDeque::new();
@@ -381,16 +485,32 @@ where
     let mut refused_at: Option<tokio::time::Instant> = None;
     let mut stopped_after_refusal = false;
     let mut journal_error: Option<AdapterError> = None;
-    let mut stdout_open = true;
     let mut stderr_open = true;
     let mut errbuf = vec![0u8; 8192];
     while exit.is_none() || stdout_open || stderr_open {
         tokio::select! {
             Some(n) = notices.recv() => {
+                last_activity = tokio::time::Instant::now();
+                let beyond_budget = matches!(&n.event, Event::BridgeRequestValidated(v) if v.budget_exhausted);
                 // A refused model request latches the bridge: the agent gets a grace to exit.
-                // (A keyless request is a side request the bridge answered: not a refusal.)
-                if matches!(&n.event, Event::BridgeRequestValidated(v) if !v.ok && !v.side) && refused_at.is_none() {
+                // (A keyless request is a side request the bridge answered: not a refusal;
+                // the budget's end is not one either.)
+                if matches!(&n.event, Event::BridgeRequestValidated(v) if !v.ok && !v.side && !v.budget_exhausted) && refused_at.is_none() {
                     refused_at = Some(tokio::time::Instant::now() + spec.failure_grace);
+                }
+                if beyond_budget && stopped_by.is_none() {
+                    if let Some(name) = &watchdogs.step_budget {
+                        stopped_by = Some(StoppedBy {
+                            name: name.clone(),
+                            reason: StopReason::StepBudget,
+                            signal: "SIGINT".into(),
+                            steps: bridge.stats().steps,
+                            budget: spec.budget,
+                            idle_seconds: None,
+                        });
+                        kill_group(pid, libc::SIGINT);
+                        interrupted_at = Some(tokio::time::Instant::now() + INTERRUPT_GRACE);
+                    }
                 }
                 match on_event(n.event.clone()) {
                     Ok(()) => n.ack(true),
@@ -403,8 +523,9 @@ where
                     }
                 }
             }
-            line = stdout.next_line(), if stdout_open => match line {
+            line = async { stdout.as_mut().expect("piped").next_line().await }, if stdout_open => match line {
                 Ok(Some(l)) => {
+                    last_activity = tokio::time::Instant::now();
                     if let Some(f) = out_log.as_mut() {
                         use std::io::Write;
                         let _ = writeln!(f, "{l}");
@@ -415,9 +536,39 @@ where
                 }
                 _ => stdout_open = false,
             },
+            _ = tick.tick(), if cmd.stdout_file.is_some() && exit.is_none() => {
+                for l in tail.lines(false) {
+                    last_activity = tokio::time::Instant::now();
+                    if let Some(f) = out_log.as_mut() {
+                        use std::io::Write;
+                        let _ = writeln!(f, "{l}");
+                    }
+                    if agent.observe_stdout(&l) {
+                        stdin.take();
+                    }
+                }
+            }
+            _ = tokio::time::sleep_until(last_activity + idle_limit.unwrap_or(Duration::ZERO)), if idle_limit.is_some() && stopped_by.is_none() && exit.is_none() => {
+                let (name, limit) = watchdogs.idle.clone().expect("idle watchdog");
+                stopped_by = Some(StoppedBy {
+                    name,
+                    reason: StopReason::Idle,
+                    signal: "SIGTERM".into(),
+                    steps: bridge.stats().steps,
+                    budget: spec.budget,
+                    idle_seconds: Some(limit.as_secs()),
+                });
+                kill_group(pid, libc::SIGTERM);
+                interrupted_at = Some(tokio::time::Instant::now() + Duration::from_secs(2));
+            }
+            _ = tokio::time::sleep_until(interrupted_at.unwrap_or(deadline)), if interrupted_at.is_some() && exit.is_none() => {
+                interrupted_at = None;
+                kill_group(pid, libc::SIGKILL);
+            }
             r = stderr.read(&mut errbuf), if stderr_open => match r {
                 Ok(0) | Err(_) => stderr_open = false,
                 Ok(k) => {
+                    last_activity = tokio::time::Instant::now();
                     push_tail(&mut err_tail, &errbuf[..k]);
                     if let Some(f) = err_log.as_mut() {
                         use std::io::Write;
@@ -445,6 +596,14 @@ where
             }
         }
     }
+    // What the agent wrote to its stdout file after the last tick.
+    for l in tail.lines(true) {
+        if let Some(f) = out_log.as_mut() {
+            use std::io::Write;
+            let _ = writeln!(f, "{l}");
+        }
+        agent.observe_stdout(&l);
+    }
     // Facts still queued (a request cut short by the exit).
     while let Ok(n) = notices.try_recv() {
         let ok = on_event(n.event.clone()).is_ok();
@@ -466,6 +625,7 @@ where
     let mut verdict = overriding_verdict(
         agent.verdict(&info, &stats, spec.budget),
         timed_out,
+        stopped_by.as_ref(),
         &stats,
         spec,
     );
@@ -489,6 +649,7 @@ where
         code: info.code.map(i64::from),
         signal: info.signal.map(i64::from),
         message: verdict.message.clone(),
+        stopped_by,
     })))?;
     Ok(ContinuationOutcome {
         status: verdict.status,

@@ -162,6 +162,7 @@ pub const FAKE: AgentEntry = AgentEntry {
             package: "fake",
             bin: "fake",
         },
+        helpers: &[],
         post_install: None,
     },
     command: "fake",

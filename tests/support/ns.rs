@@ -87,6 +87,11 @@ impl Case {
                 PVISOR,
             ])
             .args(args)
+            // Helpers installed beside the agents (OpenCode's ripgrep) are found there.
+            .env(
+                "PVISOR_AGENTS_DIR",
+                Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache/agents"),
+            )
             .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .output()
             .expect("unshare (util-linux) runs");

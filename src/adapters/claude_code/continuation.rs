@@ -239,6 +239,7 @@ impl ContinuationAgent for ClaudeContinuation {
             cwd: self.workspace.clone(),
             stdin: StdinMode::OpenUntilResult,
             neutralized: self.neutralized.clone(),
+            stdout_file: None,
         })
     }
 

@@ -41,6 +41,7 @@ pub const ENTRY: AgentEntry = AgentEntry {
             package: "@anthropic-ai/claude-code",
             bin: "claude",
         },
+        helpers: &[],
         post_install: Some(install::link_native_binary),
     },
     command: "claude",

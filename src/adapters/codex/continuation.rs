@@ -237,6 +237,7 @@ impl ContinuationAgent for CodexContinuation {
             cwd: self.workspace.clone(),
             stdin: StdinMode::Null,
             neutralized: self.neutralized.clone(),
+            stdout_file: None,
         })
     }
 

@@ -35,6 +35,7 @@ pub const ENTRY: AgentEntry = AgentEntry {
             package: "@openai/codex",
             bin: "codex",
         },
+        helpers: &[],
         post_install: None,
     },
     command: "codex",
