@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 
 use fs2::FileExt;
 
-use crate::kit::registry::{AgentEntry, Package};
+use crate::kit::registry::{AgentEntry, HelperSource, Package};
 
 /// The install root.
 pub fn agents_root() -> PathBuf {
@@ -78,32 +78,53 @@ fn helpers_present(prefix: &Path, agent: &AgentEntry) -> bool {
         .all(|h| helper_dir(prefix).join(h.bin).is_file())
 }
 
-/// Install the helpers of `agent` into `prefix` (a virtual environment of their own).
+/// Install the helpers of `agent` into `prefix` (PyPI ones into a virtual environment of
+/// their own, npm ones into a prefix of their own), each linked into `<prefix>/bin`.
 fn install_helpers(prefix: &Path, agent: &AgentEntry) -> Result<(), String> {
     if agent.install.helpers.is_empty() || helpers_present(prefix, agent) {
         return Ok(());
     }
-    let venv = prefix.join("helpers");
-    let py = python_at_least("3.8")
-        .ok_or("no Python 3 found to install the agent's helpers (set PVISOR_PYTHON)")?;
-    if !venv.join("bin/python").exists() {
-        run(
-            Command::new(&py).args(["-m", "venv"]).arg(&venv),
-            &format!("{} -m venv {}", py.display(), venv.display()),
-        )?;
-    }
+    let bin = helper_dir(prefix);
+    std::fs::create_dir_all(&bin).map_err(|e| format!("{}: {e}", bin.display()))?;
     for h in agent.install.helpers {
-        run(
-            Command::new(venv.join("bin/pip"))
-                .args(["install", "--disable-pip-version-check", "-q"])
-                .arg(format!("{}=={}", h.package, h.version)),
-            &format!("pip install {}=={}", h.package, h.version),
-        )?;
-        let bin = helper_dir(prefix);
-        std::fs::create_dir_all(&bin).map_err(|e| format!("{}: {e}", bin.display()))?;
+        let target = match h.source {
+            HelperSource::PyPI => {
+                let venv = prefix.join("helpers");
+                if !venv.join("bin/python").exists() {
+                    let py = python_at_least("3.8").ok_or(
+                        "no Python 3 found to install the agent's helpers (set PVISOR_PYTHON)",
+                    )?;
+                    run(
+                        Command::new(&py).args(["-m", "venv"]).arg(&venv),
+                        &format!("{} -m venv {}", py.display(), venv.display()),
+                    )?;
+                }
+                run(
+                    Command::new(venv.join("bin/pip"))
+                        .args(["install", "--disable-pip-version-check", "-q"])
+                        .arg(format!("{}=={}", h.package, h.version)),
+                    &format!("pip install {}=={}", h.package, h.version),
+                )?;
+                venv.join("bin").join(h.bin)
+            }
+            HelperSource::Npm { path } => {
+                let dir = prefix.join("helpers-npm");
+                std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+                npm_install(&dir, h.package, h.version)?;
+                dir.join("node_modules").join(h.package).join(path)
+            }
+        };
+        if !target.is_file() {
+            return Err(format!(
+                "the helper {}@{} has no {}",
+                h.package,
+                h.version,
+                target.display()
+            ));
+        }
         let link = bin.join(h.bin);
         let _ = std::fs::remove_file(&link);
-        std::os::unix::fs::symlink(venv.join("bin").join(h.bin), &link)
+        std::os::unix::fs::symlink(&target, &link)
             .map_err(|e| format!("{}: {e}", link.display()))?;
     }
     Ok(())
@@ -154,6 +175,8 @@ pub fn install(root: &Path, agent: &AgentEntry, version: &str) -> Result<PathBuf
                 package, python, ..
             } => pip_install(&pfx, package, version, python)?,
         }
+        // Helpers first: a fix-up may need them (Pi's entrypoint runs the helper node).
+        install_helpers(&pfx, agent)?;
         if let Some(fix) = agent.install.post_install {
             fix(&pfx)?;
         }

@@ -73,6 +73,7 @@ fn replay(name: &str) -> Vec<(String, String, String)> {
         log_dir: logs.path().to_path_buf(),
         state_dir: logs.path().to_path_buf(),
         timeout: Duration::from_secs(60),
+        agent_entrypoint: None,
     };
     let mut mismatches = Vec::new();
     let session = tools::ToolSession::new(tools::ToolConfig::for_session(&parsed));

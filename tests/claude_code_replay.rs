@@ -172,6 +172,7 @@ fn replays_every_batch_byte_for_byte_at_the_original_path() {
         log_dir: logs.path().to_path_buf(),
         state_dir: logs.path().to_path_buf(),
         timeout: Duration::from_secs(60),
+        agent_entrypoint: None,
     };
     let session = tools::ToolSession::new(tools::ToolConfig::for_session(&parsed));
     for batch in &parsed.plan().batches {
@@ -228,6 +229,7 @@ fn edit_without_the_read_state_loses_the_file_state_suffix() {
         log_dir: logs.path().to_path_buf(),
         state_dir: logs.path().to_path_buf(),
         timeout: Duration::from_secs(60),
+        agent_entrypoint: None,
     };
     let edit = &parsed.plan().batches[3].calls[0];
     let read = &parsed.plan().batches[2].calls[0];

@@ -34,6 +34,7 @@ fn env_cfg(config: ToolConfig) -> Env {
         log_dir: logs.path().to_path_buf(),
         state_dir: logs.path().to_path_buf(),
         timeout: Duration::from_secs(30),
+        agent_entrypoint: None,
     };
     let s = ToolSession::new(config);
     Env {

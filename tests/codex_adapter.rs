@@ -24,6 +24,7 @@ fn ctx(ws: &Path) -> ExecContext {
         log_dir: ws.join(".logs"),
         state_dir: ws.join(".logs"),
         timeout: std::time::Duration::from_secs(30),
+        agent_entrypoint: None,
     }
 }
 

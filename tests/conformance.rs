@@ -31,6 +31,8 @@ mod codex;
 mod ns;
 #[path = "support/opencode.rs"]
 mod opencode;
+#[path = "support/pi.rs"]
+mod pi;
 
 #[path = "conformance/claude_code.rs"]
 mod claude_code;
@@ -40,6 +42,8 @@ mod codex_cli;
 mod kit;
 #[path = "conformance/opencode_cli.rs"]
 mod opencode_cli;
+#[path = "conformance/pi_cli.rs"]
+mod pi_cli;
 
 use kit::{differences, file_states, main_requests, outcome, refold, Fixture};
 use serde_json::Value;
@@ -51,10 +55,18 @@ const ADAPTERS: &[(&str, Fixtures)] = &[
     ("claude-code", claude_code::fixtures),
     ("codex", codex_cli::fixtures),
     ("opencode", opencode_cli::fixtures),
+    ("pi-agent", pi_cli::fixtures),
 ];
 
+/// Every adapter's fixtures (`PVISOR_CONFORMANCE_AGENT=<name>` keeps one adapter's, for
+/// work on that adapter; CI runs them all).
 fn fixtures() -> Vec<Fixture> {
-    ADAPTERS.iter().flat_map(|(_, f)| f()).collect()
+    let only = std::env::var("PVISOR_CONFORMANCE_AGENT").ok();
+    ADAPTERS
+        .iter()
+        .filter(|(n, _)| only.as_deref().is_none_or(|o| o == *n))
+        .flat_map(|(_, f)| f())
+        .collect()
 }
 
 #[test]

@@ -5,11 +5,12 @@
 pub mod claude_code;
 pub mod codex;
 pub mod opencode;
+pub mod pi;
 
 use crate::kit::registry::{AgentEntry, Registry};
 
 /// Every agent pvisor supports.
-pub const AGENTS: &[AgentEntry] = &[claude_code::ENTRY, codex::ENTRY, opencode::ENTRY];
+pub const AGENTS: &[AgentEntry] = &[claude_code::ENTRY, codex::ENTRY, opencode::ENTRY, pi::ENTRY];
 
 /// The registry the CLI gives the engine.
 pub fn registry() -> Registry {

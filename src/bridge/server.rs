@@ -725,6 +725,28 @@ fn prepare(sh: &Shared, mut body: Value) -> Result<Prepared, Refusal> {
             ));
         }
     }
+    // A boundary prompt the agent sends itself stands right after O′N, in every request.
+    let agent_prompt = cfg
+        .boundary_prompt
+        .as_deref()
+        .filter(|_| cfg.rules.boundary_prompt_in_history());
+    if let Some(p) = agent_prompt {
+        let want = canonical_for(cfg, &cfg.protocol.user_message(p));
+        if canon.get(plen).map(message_digest) != Some(message_digest(&want)) {
+            return Err(Refusal::with(
+                n,
+                "the boundary prompt the agent was given is not right after O′N",
+                format!(
+                    "request {n}, message {plen}: {}",
+                    canon
+                        .get(plen)
+                        .map(super::difference::describe_message)
+                        .unwrap_or_else(|| "nothing".into())
+                ),
+            ));
+        }
+    }
+    let plen = plen + usize::from(agent_prompt.is_some());
     if steps == 0 && canon.len() != plen {
         let k = canon.len() - plen;
         return Err(Refusal::with(
@@ -746,7 +768,13 @@ fn prepare(sh: &Shared, mut body: Value) -> Result<Prepared, Refusal> {
     // stores it in its own history, so later requests carry it again at the same position.
     // The journal's `boundary_prompt_injected` marks the request that first carried it.
     let mut injected = false;
-    if let Some(p) = &cfg.boundary_prompt {
+    if agent_prompt.is_some() {
+        let before = cfg
+            .resume
+            .as_ref()
+            .is_some_and(|r| r.prompt_injected_before);
+        injected = !sh.state.lock().unwrap().injected && !before;
+    } else if let Some(p) = &cfg.boundary_prompt {
         let m = cfg.protocol.user_message(p);
         let at = cfg
             .resume

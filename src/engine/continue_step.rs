@@ -160,6 +160,7 @@ fn continuation_agent(
         state_dir: &req.state_dir,
         continued_artifact: &continued_artifact,
         model: req.model.model.clone(),
+        boundary_prompt: req.boundary_user_prompt.as_deref(),
     })?)
 }
 

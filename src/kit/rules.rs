@@ -64,6 +64,14 @@ pub trait RequestRules: Send + Sync + std::fmt::Debug {
     fn check_request(&self, _body: &Value, _messages: &[Value]) -> Result<(), RuleRefusal> {
         Ok(())
     }
+
+    /// Whether the agent itself sends the boundary prompt (it was given as the agent's own
+    /// next prompt, e.g. Pi's `prompt()`, and stays in its history): then the bridge checks
+    /// that it stands right after O′N in every request instead of inserting it. Default:
+    /// the bridge inserts it.
+    fn boundary_prompt_in_history(&self) -> bool {
+        false
+    }
 }
 
 /// The resume inserts nothing (Pi SDK `continue()`, OpenHands `run()`).

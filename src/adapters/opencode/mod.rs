@@ -50,6 +50,7 @@ pub const ENTRY: AgentEntry = AgentEntry {
             package: "ripgrep",
             version: "15.1.0",
             bin: "rg",
+            source: crate::kit::registry::HelperSource::PyPI,
         }],
         post_install: None,
     },

@@ -1,0 +1,277 @@
+//! Running the REAL Pi CLI (pinned 0.83.0, with the Node 22 `pvisor agents install`
+//! puts beside it) against the scripted model server, and recording its sessions as
+//! fixtures under `tests/fixtures/pi/recorded/<name>/`.
+//!
+//! Inputs of a recording: `script.json` (with `${CWD}` placeholders), `task.json`
+//! (`{"prompt": …}`), `workspace-before/`. Outputs: `session.jsonl` (Pi's v3 session file),
+//! `stdout.jsonl` (the `--mode json` events), `requests.jsonl` (every request Pi sent),
+//! `workspace-after/`, `meta.json`.
+//! Every recording runs at the fixed paths `/tmp/pvisor-rec-pi-<name>/{home,work}` under the
+//! lock `/tmp/pvisor-rec-pi-<name>.lock`; replays of it run at that path in a private mount
+//! namespace (`tests/support/ns.rs`).
+#![allow(dead_code)]
+
+use fs2::FileExt;
+use pvisor::scripted::{start, LoggedRequest, Script, ServerOptions};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+pub const API_KEY: &str = "pvisor-pi-key";
+
+pub fn project_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn agents_dir() -> PathBuf {
+    project_root().join(".cache/agents")
+}
+
+pub fn genuine_dir() -> PathBuf {
+    project_root().join("tests/fixtures/pi/genuine")
+}
+
+pub fn recorded_dir() -> PathBuf {
+    project_root().join("tests/fixtures/pi/recorded")
+}
+
+/// Names of the committed recordings (folders with a `script.json`).
+pub fn recorded_names() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(recorded_dir())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().join("script.json").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+pub fn fixed_root(name: &str) -> PathBuf {
+    PathBuf::from(format!("/tmp/pvisor-rec-pi-{name}"))
+}
+
+pub fn fixed_work(name: &str) -> PathBuf {
+    fixed_root(name).join("work")
+}
+
+pub fn lock(name: &str) -> std::fs::File {
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(format!("/tmp/pvisor-rec-pi-{name}.lock"))
+        .unwrap();
+    f.lock_exclusive().unwrap();
+    f
+}
+
+/// The pinned Pi, installed (with its Node 22) by `pvisor agents install pi-agent`.
+pub fn pi_entrypoint() -> PathBuf {
+    static ENTRY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    ENTRY
+        .get_or_init(|| {
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_pvisor"))
+                .args(["agents", "install", "pi-agent"])
+                .env("PVISOR_AGENTS_DIR", agents_dir())
+                .stdin(Stdio::null())
+                .output()
+                .expect("run pvisor agents install pi-agent");
+            assert!(
+                out.status.success(),
+                "installing the pinned Pi failed:\n{}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            PathBuf::from(
+                String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .last()
+                    .unwrap()
+                    .trim(),
+            )
+        })
+        .clone()
+}
+
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            copy_dir(&p, &to.join(e.file_name()));
+        } else {
+            std::fs::copy(&p, to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+pub fn script(name: &str) -> Script {
+    Script::from_path(recorded_dir().join(name).join("script.json"))
+        .unwrap()
+        .substitute(&[("CWD", &fixed_work(name).to_string_lossy())])
+}
+
+/// Pi's environment for `home`, offline, the scripted server's key.
+pub fn env_for(home: &Path) -> Vec<(String, String)> {
+    vec![
+        ("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()),
+        ("HOME".into(), home.display().to_string()),
+        ("SHELL".into(), "/bin/bash".into()),
+        ("LANG".into(), "C.UTF-8".into()),
+        ("TZ".into(), "UTC".into()),
+        ("ANTHROPIC_API_KEY".into(), API_KEY.into()),
+        ("PI_OFFLINE".into(), "1".into()),
+        ("PI_TELEMETRY".into(), "0".into()),
+        ("PI_SKIP_VERSION_CHECK".into(), "1".into()),
+    ]
+}
+
+/// Record `name` with the real Pi.
+pub async fn record(name: &str) {
+    let _l = lock(name);
+    let dir = recorded_dir().join(name);
+    let root = fixed_root(name);
+    let _ = std::fs::remove_dir_all(&root);
+    let (home, work) = (root.join("home"), fixed_work(name));
+    std::fs::create_dir_all(home.join(".pi/agent")).unwrap();
+    copy_dir(&dir.join("workspace-before"), &work);
+    let task: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("task.json")).unwrap()).unwrap();
+    let prompt = task["prompt"].as_str().unwrap().to_string();
+    let log = dir.join("requests.jsonl");
+    let _ = std::fs::remove_file(&log);
+    let server = start(
+        script(name),
+        ServerOptions {
+            log_path: Some(log.clone()),
+            api_key: Some(API_KEY.into()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    std::fs::write(
+        home.join(".pi/agent/models.json"),
+        json!({"providers": {"anthropic": {"baseUrl": server.base_url()}}}).to_string(),
+    )
+    .unwrap();
+    let stdout_path = root.join("stdout.jsonl");
+    let child = tokio::process::Command::new(pi_entrypoint())
+        .args([
+            "--provider",
+            "anthropic",
+            "--model",
+            "claude-sonnet-4-5",
+            "--mode",
+            "json",
+            "-p",
+            &prompt,
+        ])
+        .current_dir(&work)
+        .env_clear()
+        .envs(env_for(&home))
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&stdout_path).unwrap())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(300), child.wait_with_output())
+        .await
+        .expect("pi timed out")
+        .unwrap();
+    let requests: Vec<LoggedRequest> = server.requests();
+    server.shutdown().await;
+    let stdout = std::fs::read_to_string(&stdout_path).unwrap();
+    assert!(
+        out.status.success(),
+        "pi failed: {}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let header: Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    let session_id = header["id"].as_str().unwrap().to_string();
+    let sessions = home.join(".pi/agent/sessions");
+    let file = walk(&sessions)
+        .into_iter()
+        .find(|p| {
+            p.to_string_lossy()
+                .ends_with(&format!("_{session_id}.jsonl"))
+        })
+        .expect("Pi wrote its session file");
+    std::fs::copy(&file, dir.join("session.jsonl")).unwrap();
+    std::fs::write(dir.join("stdout.jsonl"), &stdout).unwrap();
+    let after = dir.join("workspace-after");
+    let _ = std::fs::remove_dir_all(&after);
+    copy_dir(&work, &after);
+    let exhausted = requests.iter().any(|r| r.exhausted);
+    let meta = json!({
+        "agent": "pi-agent",
+        "version": "0.83.0",
+        "session_id": session_id,
+        "cwd": work,
+        "home": home,
+        "native_path": file,
+        "command": "pi --provider anthropic --model claude-sonnet-4-5 --mode json -p <prompt>",
+        "prompt": prompt,
+        "main_requests": requests.iter().filter(|r| r.kind == pvisor::scripted::RequestKind::Main).count(),
+        "script_exhausted": exhausted,
+        "recorded_on": time::OffsetDateTime::now_utc().date().to_string(),
+        "recorded_with": format!("PVISOR_RECORD={name} cargo test --test e2e_pi_record record_fixtures -- --ignored --nocapture"),
+    });
+    std::fs::write(
+        dir.join("meta.json"),
+        serde_json::to_string_pretty(&meta).unwrap() + "\n",
+    )
+    .unwrap();
+    eprintln!(
+        "recorded {name}: session {session_id}, {} requests",
+        requests.len()
+    );
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = vec![];
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// The main requests of a request log.
+pub fn main_requests(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["kind"] == "main")
+        .collect()
+}
+
+/// The request body without its declared dynamic fields: where Pi is installed (the system
+/// prompt names its README, docs and examples), and the name of a bash full-output file.
+pub fn masked(body: &Value) -> Value {
+    let mut b = body.clone();
+    let install = regex::Regex::new(
+        r"(?m)^(- (?:Main documentation|Additional docs|Examples): )\S*/pi-coding-agent/",
+    )
+    .unwrap();
+    if let Some(sys) = b["system"].as_array_mut() {
+        for s in sys {
+            if let Some(t) = s["text"].as_str() {
+                s["text"] = json!(install.replace_all(t, "$1<pi package>/").into_owned());
+            }
+        }
+    }
+    let bash = regex::Regex::new(r"[^\s\]]*pi-bash-[0-9a-f]{16}\.log").unwrap();
+    let text = b.to_string();
+    serde_json::from_str(&bash.replace_all(&text, "<full output file>")).unwrap()
+}
