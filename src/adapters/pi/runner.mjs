@@ -57,6 +57,14 @@ async function loadAi() {
 
 const out = (obj) => process.stdout.write(JSON.stringify(obj) + "\n");
 
+// Exit once stdout is drained (a full pipe makes Node queue writes, which process.exit would
+// drop), and never return: Pi's CLI must not run after this module.
+async function finish(code) {
+  await new Promise((resolve) => process.stdout.write("", resolve));
+  process.exit(code);
+  await new Promise(() => {});
+}
+
 // ---------------------------------------------------------------------------------- tools
 async function tools() {
   const { validateToolArguments } = await loadAi();
@@ -134,7 +142,7 @@ async function tools() {
   process.stdin.on("end", () => {
     buf += decoder.end();
     if (buf.length) handle(buf);
-    chain.then(() => process.exit(0));
+    chain.then(() => finish(0));
   });
   // Pi's CLI must never run after this module: wait here until stdin ends (then exit).
   await new Promise(() => {});
@@ -168,7 +176,7 @@ async function cont() {
   if (modelFallbackMessage) process.stderr.write(`runner.mjs: ${modelFallbackMessage}\n`);
   if (!session.model || session.model.api === "unknown") {
     out({ type: "pvisor_end", modelCalls: 0, appendedEntries: 0, error: "no model for the session (its provider has no API key)" });
-    process.exit(3);
+    await finish(3);
   }
   await session.bindExtensions({ mode: "json", onError: (e) => process.stderr.write(`Extension error (${e.extensionPath}): ${e.error}\n`) });
   if (header) out(header);
@@ -207,12 +215,12 @@ async function cont() {
     ...(error ? { error } : {}),
   });
   session.dispose();
-  process.stdout.write("", () => process.exit(error ? 1 : 0));
+  await finish(error ? 1 : 0);
 }
 
 if (mode === "tools") await tools();
 else if (mode === "continue") await cont();
 else {
   process.stderr.write(`runner.mjs: unknown mode ${mode} (tools | continue)\n`);
-  process.exit(2);
+  await finish(2);
 }
