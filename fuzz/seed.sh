@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Seed corpora of the parser targets from the committed fixtures (fuzz/corpus is ignored):
+#   fuzz/seed.sh && cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run parse_codex -- -max_total_time=600
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+F="$ROOT/tests/fixtures"
+seed() { # target, files...
+    local t="$1"; shift
+    mkdir -p "$ROOT/fuzz/corpus/$t"
+    for f in "$@"; do
+        [ -f "$f" ] && cp "$f" "$ROOT/fuzz/corpus/$t/$(echo "$f" | sed "s|$F/||; s|/|_|g")"
+    done
+    echo "$t: $(ls "$ROOT/fuzz/corpus/$t" | wc -l) seeds"
+}
+shopt -s globstar nullglob
+seed parse_claude_code $(ls "$F"/claude/**/*.jsonl | grep -v -e requests -e stdout -e stderr)
+seed parse_codex "$F"/codex/**/rollout*.jsonl
+seed parse_opencode "$F"/opencode/**/export.json "$F"/opencode/**/stdout*.jsonl
+seed parse_pi "$F"/pi/**/session*.jsonl "$F"/pi/**/stdout*.jsonl

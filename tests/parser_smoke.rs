@@ -1,0 +1,136 @@
+//! The short smoke of the parser fuzz targets (`fuzz/fuzz_targets/parse_*.rs`, the long
+//! campaigns are in docs/fuzzing.md): every registered adapter's parser, fed mutations of its
+//! committed sessions — truncations, byte flips, dropped, duplicated and swapped lines —
+//! never panics, and an error names the input file. Every registered adapter has a target.
+
+use std::path::{Path, PathBuf};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            if !p
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("workspace"))
+            {
+                walk(&p, out);
+            }
+        } else {
+            out.push(p);
+        }
+    }
+}
+
+/// The committed native sessions of an adapter (what `fuzz/seed.sh` seeds its target with).
+fn sessions(agent: &str) -> Vec<PathBuf> {
+    let (dir, keep): (&str, fn(&str) -> bool) = match agent {
+        "claude-code" => ("claude", |n| {
+            n.ends_with(".jsonl")
+                && !["requests", "stdout", "stderr"]
+                    .iter()
+                    .any(|x| n.contains(x))
+        }),
+        "codex" => ("codex", |n| {
+            n.starts_with("rollout") && n.ends_with(".jsonl")
+        }),
+        "opencode" => ("opencode", |n| {
+            n == "export.json" || (n.starts_with("stdout") && n.ends_with(".jsonl"))
+        }),
+        "pi-agent" => ("pi", |n| {
+            (n.starts_with("session") || n.starts_with("stdout")) && n.ends_with(".jsonl")
+        }),
+        other => panic!("no fixtures are known for `{other}`: add them here and a fuzz target"),
+    };
+    let mut all = vec![];
+    walk(&fixtures().join(dir), &mut all);
+    all.retain(|p| keep(&p.file_name().unwrap().to_string_lossy()));
+    all.sort();
+    all
+}
+
+/// A deterministic sample of mutations of `bytes` (at most about `n` of each kind).
+fn mutations(bytes: &[u8], n: usize) -> Vec<Vec<u8>> {
+    let mut out = vec![];
+    let step = (bytes.len() / n).max(1);
+    for cut in (0..bytes.len()).step_by(step) {
+        out.push(bytes[..cut].to_vec());
+    }
+    for i in (step / 2..bytes.len()).step_by(step) {
+        let mut b = bytes.to_vec();
+        b[i] ^= 0x41;
+        out.push(b);
+    }
+    let lines: Vec<&[u8]> = bytes.split_inclusive(|&b| b == b'\n').collect();
+    let lstep = (lines.len() / n).max(1);
+    for i in (0..lines.len()).step_by(lstep) {
+        let mut drop = lines.clone();
+        drop.remove(i);
+        out.push(drop.concat());
+        let mut dup = lines.clone();
+        dup.insert(i, lines[i]);
+        out.push(dup.concat());
+        if i + 1 < lines.len() {
+            let mut swap = lines.clone();
+            swap.swap(i, i + 1);
+            out.push(swap.concat());
+        }
+    }
+    out
+}
+
+#[test]
+fn mutated_sessions_of_every_adapter_never_panic() {
+    for entry in pvisor::adapters::AGENTS {
+        let adapter = (entry.make)();
+        let files = sessions(entry.name);
+        assert!(!files.is_empty(), "{}: no committed session", entry.name);
+        let (mut cases, mut refused) = (0, 0);
+        for path in files {
+            let bytes = std::fs::read(&path).unwrap();
+            for m in mutations(&bytes, 40) {
+                cases += 1;
+                match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    adapter.parse(&path, &m)
+                })) {
+                    Err(_) => panic!("{}: a mutation of {} panicked", entry.name, path.display()),
+                    Ok(Err(e)) => {
+                        refused += 1;
+                        assert_eq!(e.path, path, "{}: the error names the file", entry.name);
+                    }
+                    Ok(Ok(_)) => {}
+                }
+            }
+        }
+        assert!(
+            refused > 0,
+            "{}: none of {cases} mutations was refused",
+            entry.name
+        );
+        eprintln!(
+            "{}: {cases} mutations, {refused} refused, none panicked",
+            entry.name
+        );
+    }
+}
+
+#[test]
+fn every_registered_adapter_has_a_parser_fuzz_target() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/fuzz_targets");
+    let targets: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+        .collect();
+    for entry in pvisor::adapters::AGENTS {
+        let call = format!("get(\"{}\")", entry.name);
+        assert!(
+            targets.iter().any(|t| t.contains(&call)),
+            "{} has no fuzz target in fuzz/fuzz_targets",
+            entry.name
+        );
+    }
+}
