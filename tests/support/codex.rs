@@ -8,9 +8,13 @@
 //! Every recording runs at the fixed paths `/tmp/pvisor-rec-codex-<name>/{home,work}`
 //! (Codex re-sends its `<environment_context>` when the cwd differs, so replays must use the
 //! same path), under the lock `/tmp/pvisor-rec-codex-<name>.lock`.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
-use fs2::FileExt;
+// Each agent support includes the shared part (a test crate may include several agents).
+#[allow(clippy::duplicate_mod)]
+#[path = "recording.rs"]
+mod recording;
+
 use pvisor::scripted::{start, LoggedRequest, Script, ServerOptions};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -19,84 +23,33 @@ use std::time::Duration;
 
 pub const API_KEY: &str = "pvisor-codex-key";
 
-pub fn project_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+pub use recording::{copy_dir, main_requests, project_root};
 
 pub fn recorded_dir() -> PathBuf {
     project_root().join("tests/fixtures/codex/recorded")
 }
 
-/// Names of the committed recordings (folders with a `script.json`).
+/// Names of the committed recordings.
 pub fn recorded_names() -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(recorded_dir())
-        .unwrap()
-        .flatten()
-        .filter(|e| e.path().join("script.json").is_file())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
+    recording::names(&recorded_dir())
 }
 
-/// `/tmp/pvisor-rec-codex-<name>`
 pub fn fixed_root(name: &str) -> PathBuf {
-    PathBuf::from(format!("/tmp/pvisor-rec-codex-{name}"))
+    recording::fixed_root("codex", name)
 }
 
 pub fn fixed_work(name: &str) -> PathBuf {
     fixed_root(name).join("work")
 }
 
-/// Exclusive lock on the fixed paths of `name`.
 pub fn lock(name: &str) -> std::fs::File {
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(format!("/tmp/pvisor-rec-codex-{name}.lock"))
-        .unwrap();
-    f.lock_exclusive().unwrap();
-    f
+    recording::lock("codex", name)
 }
 
+/// The pinned CLI, installed once per test process.
 pub fn codex_entrypoint() -> PathBuf {
     static ENTRY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    ENTRY
-        .get_or_init(|| {
-            let out = std::process::Command::new(env!("CARGO_BIN_EXE_pvisor"))
-                .args(["agents", "install", "codex"])
-                .env("PVISOR_AGENTS_DIR", project_root().join(".cache/agents"))
-                .stdin(Stdio::null())
-                .output()
-                .expect("run pvisor agents install codex");
-            assert!(
-                out.status.success(),
-                "installing the pinned Codex failed:\n{}\n{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-            PathBuf::from(
-                String::from_utf8_lossy(&out.stdout)
-                    .lines()
-                    .last()
-                    .unwrap()
-                    .trim(),
-            )
-        })
-        .clone()
-}
-
-pub fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            copy_dir(&p, &to.join(e.file_name()));
-        } else {
-            std::fs::copy(&p, to.join(e.file_name())).unwrap();
-        }
-    }
+    ENTRY.get_or_init(|| recording::install("codex")).clone()
 }
 
 /// Reset `work` to the recording's `workspace-before/`.
@@ -243,16 +196,6 @@ pub async fn record(name: &str) {
         "recorded {name}: session {thread_id}, {} requests",
         requests.len()
     );
-}
-
-/// The main (non-side) requests of a scripted-model request log.
-pub fn main_requests(log: &Path) -> Vec<Value> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|r| r["kind"] == "main")
-        .collect()
 }
 
 /// Mask the declared dynamic fields of a Responses request body: the fresh observations'

@@ -9,9 +9,13 @@
 //! Every recording runs at the fixed paths `/tmp/pvisor-rec-opencode-<name>/{home,work}`
 //! under the lock `/tmp/pvisor-rec-opencode-<name>.lock`; replays of it run at that path in
 //! a private mount namespace (`tests/support/ns.rs`).
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
-use fs2::FileExt;
+// Each agent support includes the shared part (a test crate may include several agents).
+#[allow(clippy::duplicate_mod)]
+#[path = "recording.rs"]
+mod recording;
+
 use pvisor::scripted::{start, LoggedRequest, Script, ServerOptions};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -20,13 +24,9 @@ use std::time::Duration;
 
 pub const API_KEY: &str = "pvisor-opencode-key";
 
-pub fn project_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+pub use recording::{copy_dir, main_requests, project_root};
 
-pub fn agents_dir() -> PathBuf {
-    project_root().join(".cache/agents")
-}
+pub use recording::agents_dir;
 
 pub fn genuine_dir() -> PathBuf {
     project_root().join("tests/fixtures/opencode/genuine")
@@ -36,21 +36,13 @@ pub fn recorded_dir() -> PathBuf {
     project_root().join("tests/fixtures/opencode/recorded")
 }
 
-/// Names of the committed recordings (folders with a `script.json`).
+/// Names of the committed recordings.
 pub fn recorded_names() -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(recorded_dir())
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.path().join("script.json").is_file())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
+    recording::names(&recorded_dir())
 }
 
 pub fn fixed_root(name: &str) -> PathBuf {
-    PathBuf::from(format!("/tmp/pvisor-rec-opencode-{name}"))
+    recording::fixed_root("opencode", name)
 }
 
 pub fn fixed_work(name: &str) -> PathBuf {
@@ -58,42 +50,13 @@ pub fn fixed_work(name: &str) -> PathBuf {
 }
 
 pub fn lock(name: &str) -> std::fs::File {
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(format!("/tmp/pvisor-rec-opencode-{name}.lock"))
-        .unwrap();
-    f.lock_exclusive().unwrap();
-    f
+    recording::lock("opencode", name)
 }
 
-/// The pinned OpenCode, installed (with its ripgrep) by `pvisor agents install opencode`.
+/// The pinned CLI, installed once per test process.
 pub fn opencode_entrypoint() -> PathBuf {
     static ENTRY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    ENTRY
-        .get_or_init(|| {
-            let out = std::process::Command::new(env!("CARGO_BIN_EXE_pvisor"))
-                .args(["agents", "install", "opencode"])
-                .env("PVISOR_AGENTS_DIR", agents_dir())
-                .stdin(Stdio::null())
-                .output()
-                .expect("run pvisor agents install opencode");
-            assert!(
-                out.status.success(),
-                "installing the pinned OpenCode failed:\n{}\n{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-            PathBuf::from(
-                String::from_utf8_lossy(&out.stdout)
-                    .lines()
-                    .last()
-                    .unwrap()
-                    .trim(),
-            )
-        })
-        .clone()
+    ENTRY.get_or_init(|| recording::install("opencode")).clone()
 }
 
 /// The directory of the installed ripgrep (on the recording's PATH).
@@ -103,18 +66,6 @@ pub fn helper_bin() -> PathBuf {
         .nth(3)
         .unwrap()
         .join("bin")
-}
-
-pub fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            copy_dir(&p, &to.join(e.file_name()));
-        } else {
-            std::fs::copy(&p, to.join(e.file_name())).unwrap();
-        }
-    }
 }
 
 /// The project config every recording's workspace holds: the scripted model as the
@@ -299,16 +250,6 @@ pub async fn record(name: &str) {
         "recorded {name}: session {session_id}, {} requests",
         requests.len()
     );
-}
-
-/// The main requests of a scripted-model (or genuine) request log.
-pub fn main_requests(log: &Path) -> Vec<Value> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|r| r["kind"] == "main")
-        .collect()
 }
 
 /// The request body without its declared dynamic fields: the date line of the system prompt

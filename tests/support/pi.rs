@@ -9,9 +9,13 @@
 //! Every recording runs at the fixed paths `/tmp/pvisor-rec-pi-<name>/{home,work}` under the
 //! lock `/tmp/pvisor-rec-pi-<name>.lock`; replays of it run at that path in a private mount
 //! namespace (`tests/support/ns.rs`).
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
-use fs2::FileExt;
+// Each agent support includes the shared part (a test crate may include several agents).
+#[allow(clippy::duplicate_mod)]
+#[path = "recording.rs"]
+mod recording;
+
 use pvisor::scripted::{start, LoggedRequest, Script, ServerOptions};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -20,13 +24,9 @@ use std::time::Duration;
 
 pub const API_KEY: &str = "pvisor-pi-key";
 
-pub fn project_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+pub use recording::{copy_dir, main_requests, project_root};
 
-pub fn agents_dir() -> PathBuf {
-    project_root().join(".cache/agents")
-}
+pub use recording::agents_dir;
 
 pub fn genuine_dir() -> PathBuf {
     project_root().join("tests/fixtures/pi/genuine")
@@ -36,21 +36,13 @@ pub fn recorded_dir() -> PathBuf {
     project_root().join("tests/fixtures/pi/recorded")
 }
 
-/// Names of the committed recordings (folders with a `script.json`).
+/// Names of the committed recordings.
 pub fn recorded_names() -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(recorded_dir())
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.path().join("script.json").is_file())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
+    recording::names(&recorded_dir())
 }
 
 pub fn fixed_root(name: &str) -> PathBuf {
-    PathBuf::from(format!("/tmp/pvisor-rec-pi-{name}"))
+    recording::fixed_root("pi", name)
 }
 
 pub fn fixed_work(name: &str) -> PathBuf {
@@ -58,54 +50,13 @@ pub fn fixed_work(name: &str) -> PathBuf {
 }
 
 pub fn lock(name: &str) -> std::fs::File {
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(format!("/tmp/pvisor-rec-pi-{name}.lock"))
-        .unwrap();
-    f.lock_exclusive().unwrap();
-    f
+    recording::lock("pi", name)
 }
 
-/// The pinned Pi, installed (with its Node 22) by `pvisor agents install pi-agent`.
+/// The pinned CLI, installed once per test process.
 pub fn pi_entrypoint() -> PathBuf {
     static ENTRY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    ENTRY
-        .get_or_init(|| {
-            let out = std::process::Command::new(env!("CARGO_BIN_EXE_pvisor"))
-                .args(["agents", "install", "pi-agent"])
-                .env("PVISOR_AGENTS_DIR", agents_dir())
-                .stdin(Stdio::null())
-                .output()
-                .expect("run pvisor agents install pi-agent");
-            assert!(
-                out.status.success(),
-                "installing the pinned Pi failed:\n{}\n{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-            PathBuf::from(
-                String::from_utf8_lossy(&out.stdout)
-                    .lines()
-                    .last()
-                    .unwrap()
-                    .trim(),
-            )
-        })
-        .clone()
-}
-
-pub fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            copy_dir(&p, &to.join(e.file_name()));
-        } else {
-            std::fs::copy(&p, to.join(e.file_name())).unwrap();
-        }
-    }
+    ENTRY.get_or_init(|| recording::install("pi-agent")).clone()
 }
 
 pub fn script(name: &str) -> Script {
@@ -244,16 +195,6 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
         }
     }
     out
-}
-
-/// The main requests of a request log.
-pub fn main_requests(log: &Path) -> Vec<Value> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|r| r["kind"] == "main")
-        .collect()
 }
 
 /// The request body without its declared dynamic fields: where Pi is installed (the system
