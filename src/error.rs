@@ -1,7 +1,7 @@
 //! Library errors. Each variant of [`ReplayError`] mirrors a recovery decision, and maps to
 //! one failure category of the result protocol with a stable exit code (see `docs/cli.md`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// A trajectory that cannot be parsed or planned. Names file, line and field.
 #[derive(Debug, Clone, thiserror::Error, PartialEq)]
@@ -13,6 +13,18 @@ pub struct TrajectoryError {
     /// The field (JSON path or record kind) at fault.
     pub field: String,
     pub message: String,
+}
+
+/// `bytes` as text, or the error naming the line where invalid UTF-8 starts.
+pub fn utf8_text<'a>(path: &Path, bytes: &'a [u8], what: &str) -> Result<&'a str, TrajectoryError> {
+    std::str::from_utf8(bytes).map_err(|e| {
+        let line = bytes[..e.valid_up_to()]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1;
+        TrajectoryError::new(path, line, "line", format!("{what} is not valid UTF-8"))
+    })
 }
 
 impl TrajectoryError {

@@ -45,6 +45,30 @@ pub fn installed(agent: &AgentEntry, version: &str) -> Option<PathBuf> {
     (reports(&e, version) && helpers_present(&pfx, agent)).then_some(e)
 }
 
+/// The agent executable a run uses: `given` (`--agent-entrypoint`), else the pinned version
+/// installed by `pvisor agents install`, else the agent's command on PATH.
+pub fn resolve(given: Option<&Path>, agent: &AgentEntry) -> Result<PathBuf, String> {
+    if let Some(p) = given {
+        if !p.is_file() {
+            return Err(format!("--agent-entrypoint {} does not exist", p.display()));
+        }
+        return Ok(p.to_path_buf());
+    }
+    if let Some(p) = installed(agent, agent.pinned) {
+        return Ok(p);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join(agent.command))
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            format!(
+                "no `{}` executable: pass --agent-entrypoint, or run `pvisor agents install {}` (the pinned {})",
+                agent.command, agent.name, agent.pinned
+            )
+        })
+}
+
 /// The directory of an installation's helpers (`<prefix>/bin`): put it on the agent's PATH.
 pub fn helper_dir(prefix: &Path) -> PathBuf {
     prefix.join("bin")

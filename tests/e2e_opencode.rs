@@ -188,14 +188,6 @@ fn an_agent_clock_behind_the_recording_keeps_new_ids_after_the_recorded_ones() {
     }
 }
 
-fn flips(bytes: &[u8], every: usize) -> impl Iterator<Item = Vec<u8>> + '_ {
-    (0..bytes.len()).step_by(every.max(1)).map(move |i| {
-        let mut b = bytes.to_vec();
-        b[i] ^= 0x20;
-        b
-    })
-}
-
 /// Truncated and bit-flipped inputs of every form: an error naming the file, or a plan;
 /// never a panic.
 #[test]
@@ -213,7 +205,7 @@ fn damaged_inputs_of_every_form_never_panic() {
             .step_by(every)
             .map(|cut| bytes[..cut].to_vec())
             .collect();
-        cases.extend(flips(&bytes, every * 3));
+        cases.extend(kit::byte_flips(&bytes, every * 3));
         for (i, b) in cases.iter().enumerate() {
             let p: PathBuf = if file == "opencode.db" {
                 let p = dir.join(format!("{i}.db"));

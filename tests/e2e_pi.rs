@@ -208,14 +208,6 @@ fn a_tool_pi_does_not_offer_is_refused_before_anything_runs() {
     assert!(!work.join("src").exists(), "nothing ran in the workspace");
 }
 
-fn flips(bytes: &[u8], every: usize) -> impl Iterator<Item = Vec<u8>> + '_ {
-    (0..bytes.len()).step_by(every.max(1)).map(move |i| {
-        let mut b = bytes.to_vec();
-        b[i] ^= 0x20;
-        b
-    })
-}
-
 /// Truncated and bit-flipped session files and event streams: an error naming the file, or
 /// a plan; never a panic.
 #[test]
@@ -230,7 +222,7 @@ fn damaged_inputs_of_both_forms_never_panic() {
                 .step_by(every)
                 .map(|c| bytes[..c].to_vec())
                 .collect();
-            cases.extend(flips(&bytes, every));
+            cases.extend(kit::byte_flips(&bytes, every));
             let mut errors = 0;
             for (i, b) in cases.iter().enumerate() {
                 match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

@@ -12,17 +12,7 @@ use pi::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "re-records tests/fixtures/pi/recorded; run with PVISOR_RECORD=1 and --ignored"]
 async fn record_fixtures() {
-    let Ok(which) = std::env::var("PVISOR_RECORD") else {
-        panic!("set PVISOR_RECORD=1 (all) or PVISOR_RECORD=name,name to re-record");
-    };
-    let names: Vec<String> = recorded_names()
-        .into_iter()
-        .filter(|n| which == "1" || which.split(',').any(|w| w == n))
-        .collect();
-    assert!(
-        !names.is_empty(),
-        "no recording matches PVISOR_RECORD={which}"
-    );
+    let names = selected(recorded_names());
     for name in names {
         eprintln!("recording {name}");
         record(&name).await;

@@ -41,6 +41,9 @@ pub(super) struct Shared {
     pub(super) cfg: BridgeConfig,
     key: String,
     prefix_digests: Vec<String>,
+    /// The digest of the boundary prompt message when the agent sends it itself
+    /// (`RequestRules::boundary_prompt_in_history`): it must stand right after O′N.
+    agent_prompt_digest: Option<String>,
     pub(super) prefix_digest: String,
     client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
     state: Mutex<State>,
@@ -58,6 +61,11 @@ impl Shared {
         let prefix: Vec<Value> = cfg.prefix.iter().map(|m| canonical_for(&cfg, m)).collect();
         let prefix_digests = prefix.iter().map(message_digest).collect();
         let pd = prefix_digest(&prefix);
+        let agent_prompt_digest = cfg
+            .boundary_prompt
+            .as_deref()
+            .filter(|_| cfg.rules.boundary_prompt_in_history())
+            .map(|p| message_digest(&canonical_for(&cfg, &cfg.protocol.user_message(p))));
         // http:// and https:// upstreams; TLS by rustls (ring) with the webpki root store.
         let https = hyper_rustls::HttpsConnectorBuilder::new()
             .with_provider_and_webpki_roots(std::sync::Arc::new(
@@ -74,6 +82,7 @@ impl Shared {
             cfg,
             key,
             prefix_digests,
+            agent_prompt_digest,
             prefix_digest: pd,
             client,
             state: Mutex::new(State::default()),
@@ -726,13 +735,9 @@ fn prepare(sh: &Shared, mut body: Value) -> Result<Prepared, Refusal> {
         }
     }
     // A boundary prompt the agent sends itself stands right after O′N, in every request.
-    let agent_prompt = cfg
-        .boundary_prompt
-        .as_deref()
-        .filter(|_| cfg.rules.boundary_prompt_in_history());
-    if let Some(p) = agent_prompt {
-        let want = canonical_for(cfg, &cfg.protocol.user_message(p));
-        if canon.get(plen).map(message_digest) != Some(message_digest(&want)) {
+    let agent_prompt = sh.agent_prompt_digest.as_deref();
+    if let Some(want) = agent_prompt {
+        if canon.get(plen).map(message_digest).as_deref() != Some(want) {
             return Err(Refusal::with(
                 n,
                 "the boundary prompt the agent was given is not right after O′N",

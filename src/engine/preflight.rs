@@ -71,28 +71,7 @@ fn capabilities(
 /// The agent executable of the request: `--agent-entrypoint`, else the pinned version
 /// installed by `pvisor agents install`, else the agent's command on PATH.
 pub fn agent_executable(req: &ReplayRequest, agent: &AgentEntry) -> Result<PathBuf, RunError> {
-    if let Some(p) = &req.agent_entrypoint {
-        if !p.is_file() {
-            return Err(RunError::Configuration(format!(
-                "--agent-entrypoint {} does not exist",
-                p.display()
-            )));
-        }
-        return Ok(p.clone());
-    }
-    if let Some(p) = crate::install::installed(agent, agent.pinned) {
-        return Ok(p);
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|d| d.join(agent.command))
-        .find(|p| p.is_file())
-        .ok_or_else(|| {
-            RunError::Configuration(format!(
-                "no `{}` executable: pass --agent-entrypoint, or run `pvisor agents install {}` (the pinned {})",
-                agent.command, agent.name, agent.pinned
-            ))
-        })
+    crate::install::resolve(req.agent_entrypoint.as_deref(), agent).map_err(RunError::Configuration)
 }
 
 /// `<entrypoint> --version`, checked against the registry entry.

@@ -217,3 +217,14 @@ pub fn outcome(r: &Value) -> Value {
         "first_request_ends_at_boundary": r["metadata"]["bridge"]["first_request_ends_at_boundary"],
     })
 }
+
+/// `bytes` with one byte flipped (bit 5), every `every` bytes: damaged inputs for parsers
+/// (used by the single-adapter e2e tests that include this kit).
+#[allow(dead_code)]
+pub fn byte_flips(bytes: &[u8], every: usize) -> impl Iterator<Item = Vec<u8>> + '_ {
+    (0..bytes.len()).step_by(every.max(1)).map(move |i| {
+        let mut b = bytes.to_vec();
+        b[i] ^= 0x20;
+        b
+    })
+}

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 pub const API_KEY: &str = "pvisor-codex-key";
 
-pub use recording::{copy_dir, main_requests, project_root};
+pub use recording::{copy_dir, main_requests, project_root, selected};
 
 pub fn recorded_dir() -> PathBuf {
     project_root().join("tests/fixtures/codex/recorded")

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 pub const API_KEY: &str = "pvisor-pi-key";
 
-pub use recording::{copy_dir, main_requests, project_root};
+pub use recording::{copy_dir, main_requests, project_root, selected};
 
 pub use recording::agents_dir;
 

@@ -93,3 +93,20 @@ pub fn main_requests(log: &Path) -> Vec<Value> {
         .filter(|r| r["kind"] == "main")
         .collect()
 }
+
+/// The recordings `PVISOR_RECORD` selects (`1` = all, else a comma-separated list of names);
+/// panics with the usage when it is unset or selects nothing.
+pub fn selected(all: Vec<String>) -> Vec<String> {
+    let Ok(which) = std::env::var("PVISOR_RECORD") else {
+        panic!("set PVISOR_RECORD=1 (all) or PVISOR_RECORD=name,name to re-record");
+    };
+    let names: Vec<String> = all
+        .into_iter()
+        .filter(|n| which == "1" || which.split(',').any(|w| w == n))
+        .collect();
+    assert!(
+        !names.is_empty(),
+        "no recording matches PVISOR_RECORD={which}"
+    );
+    names
+}

@@ -252,14 +252,7 @@ fn err(path: &Path, line: usize, field: &str, msg: String) -> TrajectoryError {
 
 /// The non-empty lines of the rollout, each a JSON object (a torn final line is dropped).
 fn read_lines(path: &Path, bytes: &[u8]) -> Result<Vec<RolloutLine>, TrajectoryError> {
-    let text = std::str::from_utf8(bytes).map_err(|e| {
-        let line = bytes[..e.valid_up_to()]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count()
-            + 1;
-        err(path, line, "line", "the rollout is not valid UTF-8".into())
-    })?;
+    let text = crate::error::utf8_text(path, bytes, "the rollout")?;
     let torn_tail = !text.is_empty() && !text.ends_with('\n');
     let raw_lines: Vec<&str> = text.split('\n').collect();
     let n_raw = raw_lines.len();

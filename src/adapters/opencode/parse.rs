@@ -55,14 +55,7 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<Parsed, TrajectoryError>
     let session = if bytes.starts_with(SQLITE_MAGIC) {
         super::store::read_session(path)?
     } else {
-        let text = std::str::from_utf8(bytes).map_err(|e| {
-            let line = bytes[..e.valid_up_to()]
-                .iter()
-                .filter(|&&b| b == b'\n')
-                .count()
-                + 1;
-            err(path, line, "line", "the file is not valid UTF-8")
-        })?;
+        let text = crate::error::utf8_text(path, bytes, "the file")?;
         if looks_like_export(text) {
             read_export(path, text)?
         } else {
@@ -82,11 +75,39 @@ fn looks_like_export(text: &str) -> bool {
             .is_some_and(|v| v.get("info").is_some() && v.get("messages").is_some())
 }
 
-/// The 1-based line of the first occurrence of `needle` (0 when absent).
-fn line_of(text: &str, needle: &str) -> usize {
-    text.find(needle)
-        .map(|i| text[..i].bytes().filter(|&b| b == b'\n').count() + 1)
-        .unwrap_or(0)
+/// Lines of ids in a pretty-printed export, found in document order: each search starts
+/// where the previous one ended (and newlines are counted once), so a whole export is
+/// located in one pass.
+struct Cursor<'a> {
+    text: &'a str,
+    pos: usize,
+    line: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn new(text: &'a str) -> Self {
+        Cursor {
+            text,
+            pos: 0,
+            line: 1,
+        }
+    }
+    /// The 1-based line of the next occurrence of `needle` (from the start again when it
+    /// does not follow; 0 when absent).
+    fn line_of(&mut self, needle: &str) -> usize {
+        let Some(i) = self.text[self.pos..].find(needle).map(|i| self.pos + i) else {
+            return match self.text.find(needle) {
+                Some(i) => self.text[..i].bytes().filter(|&b| b == b'\n').count() + 1,
+                None => 0,
+            };
+        };
+        self.line += self.text[self.pos..i]
+            .bytes()
+            .filter(|&b| b == b'\n')
+            .count();
+        self.pos = i;
+        self.line
+    }
 }
 
 /// The line of `field` in a pretty-printed export (0 when not even its first step exists).
@@ -106,16 +127,15 @@ fn read_export(path: &Path, text: &str) -> Result<Session, TrajectoryError> {
         .filter(|i| i.is_object())
         .ok_or_else(|| err(path, 1, "info", "an export needs the session `info` object"))?
         .clone();
-    let sid = str_of(&info, "id")
-        .ok_or_else(|| {
-            err(
-                path,
-                line_of(text, "\"info\""),
-                "info.id",
-                "the session has no string id",
-            )
-        })?
-        .to_string();
+    let mut cursor = Cursor::new(text);
+    if str_of(&info, "id").is_none() {
+        return Err(err(
+            path,
+            locate(text, "info.id"),
+            "info.id",
+            "the session has no string id",
+        ));
+    }
     let list = v
         .get("messages")
         .and_then(Value::as_array)
@@ -139,7 +159,7 @@ fn read_export(path: &Path, text: &str) -> Result<Session, TrajectoryError> {
                 "a message needs a string id",
             )
         })?;
-        let line = line_of(text, &format!("\"{mid}\""));
+        let line = cursor.line_of(&format!("\"{mid}\""));
         let parts = m.get("parts").and_then(Value::as_array).ok_or_else(|| {
             err(
                 path,
@@ -158,7 +178,7 @@ fn read_export(path: &Path, text: &str) -> Result<Session, TrajectoryError> {
                     "a part needs a string id",
                 )
             })?;
-            let pline = line_of(text, &format!("\"{pid}\""));
+            let pline = cursor.line_of(&format!("\"{pid}\""));
             check_part(path, pline, &format!("{field}.parts[{pi}]"), p).map_err(|mut e| {
                 // The line of the field itself (an export part's id is written last).
                 e.line = crate::kit::json_lines::line_of_field(text, &e.field).unwrap_or(e.line);
@@ -173,7 +193,6 @@ fn read_export(path: &Path, text: &str) -> Result<Session, TrajectoryError> {
             part_lines,
         });
     }
-    let _ = sid;
     Ok(Session {
         form: InputForm::Export,
         info,

@@ -15,16 +15,6 @@ pub enum InputForm {
     Events,
 }
 
-impl InputForm {
-    pub fn name(self) -> &'static str {
-        match self {
-            InputForm::Export => "export",
-            InputForm::Store => "store",
-            InputForm::Events => "events",
-        }
-    }
-}
-
 /// One message with its parts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Message {

@@ -20,8 +20,17 @@ fn db_err(path: &Path, what: &str, e: rusqlite::Error) -> TrajectoryError {
 
 /// The one root session of the store (a store holding several names them).
 pub fn read_session(path: &Path) -> Result<Session, TrajectoryError> {
-    let tmp = tempfile_dir(path)?;
-    let copy = tmp.join("opencode.db");
+    let tmp = tempfile::Builder::new()
+        .prefix("pvisor-opencode-store-")
+        .tempdir()
+        .map_err(|e| {
+            err(
+                path,
+                "file",
+                format!("cannot make a temporary directory: {e}"),
+            )
+        })?;
+    let copy = tmp.path().join("opencode.db");
     std::fs::copy(path, &copy)
         .map_err(|e| err(path, "file", format!("cannot copy the store: {e}")))?;
     for suffix in ["-wal", "-shm"] {
@@ -32,29 +41,11 @@ pub fn read_session(path: &Path) -> Result<Session, TrajectoryError> {
                 .unwrap_or("opencode.db")
         ));
         if side.is_file() {
-            std::fs::copy(&side, tmp.join(format!("opencode.db{suffix}")))
+            std::fs::copy(&side, tmp.path().join(format!("opencode.db{suffix}")))
                 .map_err(|e| err(path, "file", format!("cannot copy {}: {e}", side.display())))?;
         }
     }
-    let result = read_copy(path, &copy);
-    let _ = std::fs::remove_dir_all(&tmp);
-    result
-}
-
-fn tempfile_dir(path: &Path) -> Result<std::path::PathBuf, TrajectoryError> {
-    let dir = std::env::temp_dir().join(format!(
-        "pvisor-opencode-store-{}-{}",
-        std::process::id(),
-        uuid::Uuid::new_v4().simple()
-    ));
-    std::fs::create_dir_all(&dir).map_err(|e| {
-        err(
-            path,
-            "file",
-            format!("cannot make a temporary directory: {e}"),
-        )
-    })?;
-    Ok(dir)
+    read_copy(path, &copy)
 }
 
 fn parse_json(path: &Path, field: &str, text: Option<String>) -> Result<Value, TrajectoryError> {

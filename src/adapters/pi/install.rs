@@ -1,7 +1,7 @@
-//! Pi's installation: the npm package and the Node.js it needs, side by side in one prefix,
-//! and how a run finds both from an entrypoint.
+//! Pi's installation: the npm package and the Node.js it needs, side by side in one prefix
+//! (a run finds the entrypoint as for every agent: `crate::install::resolve`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// After `npm install` in `prefix` (and the `node` helper in `<prefix>/bin`): the entrypoint
 /// `node_modules/.bin/pi` runs Pi's CLI with that node, whatever node is on PATH.
@@ -24,31 +24,4 @@ pub fn entrypoint_with_its_node(prefix: &Path) -> Result<(), String> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755))
         .map_err(|e| format!("{}: {e}", bin.display()))
-}
-
-/// The Pi entrypoint a run uses: the one it was given (`--agent-entrypoint`), else the
-/// pinned installation of `pvisor agents install`, else `pi` on PATH.
-pub fn entrypoint(given: Option<&Path>) -> Result<PathBuf, String> {
-    if let Some(p) = given {
-        return Ok(p.to_path_buf());
-    }
-    let root = crate::install::agents_root();
-    let pinned = crate::install::entrypoint(
-        &crate::install::prefix(&root, &super::ENTRY, super::SUPPORTED_VERSION),
-        &super::ENTRY,
-    );
-    if pinned.is_file() {
-        return Ok(pinned);
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|d| d.join("pi"))
-        .find(|p| p.is_file())
-        .ok_or_else(|| {
-            format!(
-                "no Pi entrypoint: run `pvisor agents install {}` (Pi {} with the Node >= 22.19 it needs) or pass --agent-entrypoint",
-                super::NAME,
-                super::SUPPORTED_VERSION
-            )
-        })
 }

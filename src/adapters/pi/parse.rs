@@ -67,14 +67,7 @@ const ENTRY_TYPES: &[&str] = &[
 
 /// Parse either input form.
 pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<Parsed, TrajectoryError> {
-    let text = std::str::from_utf8(bytes).map_err(|e| {
-        let line = bytes[..e.valid_up_to()]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count()
-            + 1;
-        err(path, line, "line", "the file is not valid UTF-8")
-    })?;
+    let text = crate::error::utf8_text(path, bytes, "the file")?;
     let records = records(path, text)?;
     if records.is_empty() {
         return Err(err(path, 0, "file", "the file holds no record"));

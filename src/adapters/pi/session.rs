@@ -13,15 +13,6 @@ pub enum InputForm {
     Events,
 }
 
-impl InputForm {
-    pub fn name(self) -> &'static str {
-        match self {
-            InputForm::SessionFile => "session",
-            InputForm::Events => "events",
-        }
-    }
-}
-
 /// One session entry (`message`, `model_change`, `thinking_level_change`, …).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {

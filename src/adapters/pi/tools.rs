@@ -66,7 +66,7 @@ pub struct Runner {
 impl Runner {
     /// Finds the Pi entrypoint first, so that a missing Pi is refused before any tool runs.
     pub fn new(ctx: &ExecContext, call_ctx: CallContext) -> Result<Runner, String> {
-        let entrypoint = super::install::entrypoint(ctx.agent_entrypoint.as_deref())?;
+        let entrypoint = crate::install::resolve(ctx.agent_entrypoint.as_deref(), &super::ENTRY)?;
         Ok(Runner {
             ctx: ctx.clone(),
             call_ctx,
