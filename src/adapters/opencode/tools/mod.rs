@@ -356,22 +356,32 @@ pub fn mask_dynamic(call: &ToolCall, text: &str) -> String {
             lines.join("\n")
         }
         "grep" => {
-            // `Found N matches` then groups `path:` + `  Line k: …` separated by blank lines.
-            let mut groups: Vec<String> = Vec::new();
-            let mut head = String::new();
-            for (i, chunk) in text.split("\n\n").enumerate() {
-                if i == 0 {
-                    let (first, rest) = chunk.split_once('\n').unwrap_or((chunk, ""));
-                    head = first.to_string();
-                    if !rest.is_empty() {
-                        groups.push(rest.to_string());
-                    }
+            // `Found N matches`, then one group per file: a `path:` line (no indent) and its
+            // `  Line k: …` lines (a matched line's own newline leaves blank lines inside a
+            // group), then notes such as `(Results are truncated…)`. Groups come in ripgrep's
+            // walk order: compared as a sorted set.
+            let mut lines = text.lines();
+            let head = lines.next().unwrap_or("");
+            let mut groups: Vec<Vec<&str>> = Vec::new();
+            let mut notes: Vec<&str> = Vec::new();
+            for l in lines {
+                let unindented = !l.is_empty() && !l.starts_with(' ');
+                if unindented && l.ends_with(':') {
+                    groups.push(vec![l]);
+                } else if unindented {
+                    notes.push(l);
+                } else if let Some(g) = groups.last_mut() {
+                    g.push(l);
                 } else {
-                    groups.push(chunk.to_string());
+                    notes.push(l);
                 }
             }
+            let mut groups: Vec<String> = groups
+                .iter()
+                .map(|g| g.join("\n").trim_end().to_string())
+                .collect();
             groups.sort_unstable();
-            format!("{head}\n{}", groups.join("\n\n"))
+            format!("{head}\n{}\n{}", groups.join("\n\n"), notes.join("\n"))
         }
         _ => text,
     }
@@ -380,4 +390,33 @@ pub fn mask_dynamic(call: &ToolCall, text: &str) -> String {
 /// The path inside the workspace (symlinks resolved), or the workspace error.
 fn confined(ctx: &ExecContext, p: &Path) -> Result<PathBuf, ExecError> {
     crate::workspace::confine::confine(&ctx.workspace, p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grep_call() -> ToolCall {
+        ToolCall {
+            call_id: "c".into(),
+            tool: "grep".into(),
+            input: json!({}),
+            original: None,
+            locator: Default::default(),
+        }
+    }
+
+    /// The two walk orders ripgrep gave for one recording (a matched line's newline leaves
+    /// a blank line inside a group) mask to the same text; a changed match does not.
+    #[test]
+    fn grep_groups_compare_in_any_walk_order() {
+        let a = "Found 3 matches\n/w/src/util.py:\n  Line 1: def add(a, b):\n\n  Line 5: def  sub(a,  b):\n\n\n/w/src/main.py:\n  Line 1: def main():\n";
+        let b = "Found 3 matches\n/w/src/main.py:\n  Line 1: def main():\n\n\n/w/src/util.py:\n  Line 1: def add(a, b):\n\n  Line 5: def  sub(a,  b):\n";
+        let c = b.replace("def main", "def mane");
+        let call = grep_call();
+        assert_eq!(mask_dynamic(&call, a), mask_dynamic(&call, b));
+        assert_ne!(mask_dynamic(&call, a), mask_dynamic(&call, &c));
+        let noted = format!("{a}\n(Results are truncated: showing first 100 results. Consider using a more specific path or pattern.)");
+        assert!(mask_dynamic(&call, &noted).ends_with("pattern.)"));
+    }
 }
