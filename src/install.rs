@@ -42,7 +42,7 @@ pub fn entrypoint(prefix: &Path, agent: &AgentEntry) -> PathBuf {
 pub fn installed(agent: &AgentEntry, version: &str) -> Option<PathBuf> {
     let pfx = prefix(&agents_root(), agent, version);
     let e = entrypoint(&pfx, agent);
-    (reports(&e, version) && helpers_present(&pfx, agent)).then_some(e)
+    (reports(&e, agent, version) && helpers_present(&pfx, agent)).then_some(e)
 }
 
 /// The agent executable a run uses: `given` (`--agent-entrypoint`), else the pinned version
@@ -154,10 +154,13 @@ fn install_helpers(prefix: &Path, agent: &AgentEntry) -> Result<(), String> {
     Ok(())
 }
 
-/// Whether `exe --version` prints `version`.
-fn reports(exe: &Path, version: &str) -> bool {
+/// Whether `exe` reports `version` (`--version`, or the entry's own probe).
+fn reports(exe: &Path, agent: &AgentEntry, version: &str) -> bool {
     if !exe.is_file() {
         return false;
+    }
+    if let crate::kit::registry::Versioning::PerSession { probe } = agent.versioning {
+        return probe(exe).is_ok_and(|v| v == version);
     }
     Command::new(exe)
         .arg("--version")
@@ -187,12 +190,12 @@ pub fn install(root: &Path, agent: &AgentEntry, version: &str) -> Result<PathBuf
     lock.lock_exclusive()
         .map_err(|e| format!("{}: {e}", lock_path.display()))?;
     let exe = entrypoint(&pfx, agent);
-    if reports(&exe, version) && helpers_present(&pfx, agent) {
+    if reports(&exe, agent, version) && helpers_present(&pfx, agent) {
         eprintln!("[pvisor agents] {}@{version} already installed", agent.name);
         return Ok(exe);
     }
     std::fs::create_dir_all(&pfx).map_err(|e| format!("{}: {e}", pfx.display()))?;
-    if !reports(&exe, version) {
+    if !reports(&exe, agent, version) {
         match agent.install.package {
             Package::Npm { package, .. } => npm_install(&pfx, package, version)?,
             Package::PyPI {
@@ -206,7 +209,7 @@ pub fn install(root: &Path, agent: &AgentEntry, version: &str) -> Result<PathBuf
         }
     }
     install_helpers(&pfx, agent)?;
-    if !reports(&exe, version) {
+    if !reports(&exe, agent, version) {
         return Err(format!(
             "after installing {}@{version}, `{} --version` does not report {version}",
             agent.name,

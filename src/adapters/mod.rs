@@ -4,13 +4,20 @@
 
 pub mod claude_code;
 pub mod codex;
+pub mod mini_swe_agent;
 pub mod opencode;
 pub mod pi;
 
 use crate::kit::registry::{AgentEntry, Registry};
 
 /// Every agent pvisor supports.
-pub const AGENTS: &[AgentEntry] = &[claude_code::ENTRY, codex::ENTRY, opencode::ENTRY, pi::ENTRY];
+pub const AGENTS: &[AgentEntry] = &[
+    claude_code::ENTRY,
+    codex::ENTRY,
+    opencode::ENTRY,
+    pi::ENTRY,
+    mini_swe_agent::ENTRY,
+];
 
 /// The registry the CLI gives the engine.
 pub fn registry() -> Registry {

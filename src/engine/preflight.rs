@@ -74,16 +74,9 @@ pub fn agent_executable(req: &ReplayRequest, agent: &AgentEntry) -> Result<PathB
     crate::install::resolve(req.agent_entrypoint.as_deref(), agent).map_err(RunError::Configuration)
 }
 
-/// `<entrypoint> --version`, checked against the registry entry.
+/// The version `entry` reports, checked against the registry entry.
 pub fn probe_version(entry: &Path, agent: &AgentEntry) -> Result<String, RunError> {
-    let out = std::process::Command::new(entry)
-        .arg("--version")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| {
-            RunError::Configuration(format!("cannot run {} --version: {e}", entry.display()))
-        })?;
-    let v = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let v = agent.version_of(entry).map_err(RunError::Configuration)?;
     if !agent.continues(&v) {
         return Err(RunError::UnsupportedVersion(format!(
             "{} reports version `{v}`; the {} adapter continues with {}",
@@ -95,10 +88,47 @@ pub fn probe_version(entry: &Path, agent: &AgentEntry) -> Result<String, RunErro
     Ok(v)
 }
 
-/// Find the agent executable and check its version.
+/// The version the trajectory records, for agents whose sessions run with their own version
+/// (`Versioning::PerSession`); `None` when it cannot be read (the run reports why later).
+fn recorded_version(req: &ReplayRequest, agent: &AgentEntry) -> Option<String> {
+    let bytes = std::fs::read(&req.trajectory).ok()?;
+    (agent.make)()
+        .parse(&req.trajectory, &bytes)
+        .ok()?
+        .recorded_version
+}
+
+/// Find the agent executable and check its version. For an agent whose sessions run with
+/// their own version, that is the installation of the recorded version (unless
+/// `--agent-entrypoint` names one), and the version must be the recorded one.
 pub fn probe(req: &ReplayRequest, agent: &AgentEntry) -> Result<AgentProbe, RunError> {
-    let entry = agent_executable(req, agent)?;
+    let per_session = matches!(
+        agent.versioning,
+        crate::kit::registry::Versioning::PerSession { .. }
+    );
+    // An unproven recorded version is refused by validation, before any tool runs.
+    let recorded = per_session
+        .then(|| recorded_version(req, agent))
+        .flatten()
+        .filter(|v| agent.continues(v));
+    let entry = match (&recorded, &req.agent_entrypoint) {
+        (Some(v), None) => crate::install::installed(agent, v).ok_or_else(|| {
+            RunError::Configuration(format!(
+                "the trajectory was recorded by {} {v}, which is not installed: run `pvisor agents install {}@{v}`, or pass --agent-entrypoint",
+                agent.name, agent.name
+            ))
+        })?,
+        _ => agent_executable(req, agent)?,
+    };
     let version = probe_version(&entry, agent)?;
+    if let Some(v) = recorded.filter(|v| *v != version) {
+        return Err(RunError::UnsupportedVersion(format!(
+            "{} is {} {version}, but the trajectory was recorded by {v}: pass that version's entrypoint, or run `pvisor agents install {}@{v}`",
+            entry.display(),
+            agent.name,
+            agent.name
+        )));
+    }
     Ok(AgentProbe {
         entry,
         version,

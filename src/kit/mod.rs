@@ -6,12 +6,13 @@
 //!
 //! Every type here is agent-neutral; agent specifics live in `crate::adapters::<agent>`.
 
+pub mod companion;
 pub mod json_lines;
 pub mod registry;
 pub mod rules;
 
 pub use registry::{AgentEntry, Capabilities, Registry, UnsupportedAgent, VersionRange};
-pub use rules::{NoInserts, Removed, RequestRules, RuleRefusal, TrailingUserMessage};
+pub use rules::{NoInserts, OwnPrompt, Removed, RequestRules, RuleRefusal, TrailingUserMessage};
 
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};

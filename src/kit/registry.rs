@@ -119,6 +119,20 @@ pub struct Capabilities {
     pub boundary_prompt: bool,
 }
 
+/// How a run finds the CLI version it needs and reads an installation's version.
+#[derive(Debug, Clone, Copy)]
+pub enum Versioning {
+    /// `<cli> --version` prints the version; the pinned installation (or `--agent-entrypoint`)
+    /// serves every session.
+    Flag,
+    /// Each session is replayed and continued by the CLI of the version that recorded it,
+    /// installed side by side (`pvisor agents install NAME@VERSION`, found by default);
+    /// `probe` reads an installation's version (for CLIs without `--version`).
+    PerSession {
+        probe: fn(&std::path::Path) -> Result<String, String>,
+    },
+}
+
 /// One agent adapter.
 #[derive(Debug, Clone, Copy)]
 pub struct AgentEntry {
@@ -132,6 +146,8 @@ pub struct AgentEntry {
     /// Versions whose sessions it continues, and whose CLI it continues with.
     pub continue_versions: &'static [VersionRange],
     pub install: Install,
+    /// How the CLI version of a run is chosen and read.
+    pub versioning: Versioning,
     /// The executable looked up on PATH when nothing else names one.
     pub command: &'static str,
     pub capabilities: Capabilities,
@@ -148,6 +164,20 @@ impl AgentEntry {
     /// Whether sessions of `version` can be continued, and its CLI can continue.
     pub fn continues(&self, version: &str) -> bool {
         self.continue_versions.iter().any(|r| r.contains(version))
+    }
+    /// The version `exe` reports (`--version`, or the entry's own probe).
+    pub fn version_of(&self, exe: &std::path::Path) -> Result<String, String> {
+        match self.versioning {
+            Versioning::PerSession { probe } => probe(exe),
+            Versioning::Flag => {
+                let out = std::process::Command::new(exe)
+                    .arg("--version")
+                    .stdin(std::process::Stdio::null())
+                    .output()
+                    .map_err(|e| format!("cannot run {} --version: {e}", exe.display()))?;
+                Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+            }
+        }
     }
     /// The replayable versions, for messages (`2.1.220 to 2.1.332`).
     pub fn versions_text(&self) -> String {

@@ -84,6 +84,24 @@ impl RequestRules for NoInserts {
     }
 }
 
+/// The resume inserts nothing, and the boundary prompt, when set, is handed to the agent as
+/// its own next prompt (it stays in its history: Pi's `prompt()`, mini-swe-agent's next user
+/// message), so the bridge checks it instead of inserting it.
+#[derive(Debug, Clone, Default)]
+pub struct OwnPrompt {
+    /// The continuation was given the boundary prompt.
+    pub prompt: bool,
+}
+
+impl RequestRules for OwnPrompt {
+    fn remove_inserted(&self, _: &mut Vec<Value>, _: usize) -> Result<Vec<Removed>, RuleRefusal> {
+        Ok(Vec::new())
+    }
+    fn boundary_prompt_in_history(&self) -> bool {
+        self.prompt
+    }
+}
+
 /// A user message whose only content is `text` right after the prefix (the prompt of a
 /// CLI resume that needs one: Pi CLI, OpenCode `run --session`); the agent keeps it in its
 /// history, so every later request carries it at the same place.

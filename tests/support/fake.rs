@@ -165,6 +165,7 @@ pub const FAKE: AgentEntry = AgentEntry {
         helpers: &[],
         post_install: None,
     },
+    versioning: pvisor::kit::registry::Versioning::Flag,
     command: "fake",
     capabilities: Capabilities {
         replay: true,

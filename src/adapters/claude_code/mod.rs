@@ -44,6 +44,7 @@ pub const ENTRY: AgentEntry = AgentEntry {
         helpers: &[],
         post_install: Some(install::link_native_binary),
     },
+    versioning: crate::kit::registry::Versioning::Flag,
     command: "claude",
     capabilities: Capabilities {
         replay: true,

@@ -38,6 +38,7 @@ pub const ENTRY: AgentEntry = AgentEntry {
         helpers: &[],
         post_install: None,
     },
+    versioning: crate::kit::registry::Versioning::Flag,
     command: "codex",
     capabilities: Capabilities {
         replay: true,

@@ -46,6 +46,7 @@ _devnull = os.open(os.devnull, os.O_RDONLY)
 os.dup2(_devnull, 0)
 os.dup2(2, 1)  # anything printed to stdout (rich, print) lands on stderr
 sys.stdin = open(os.devnull)
+sys.stdout = os.fdopen(os.dup(2), "w", encoding="utf-8", errors="replace")
 
 # --- 2. environment defaults, must be set before minisweagent / litellm are imported --------
 _ADDED_ENV = []
@@ -138,7 +139,7 @@ class Runner:
 
     # ---------------------------------------------------------------- init
     def op_init(self, req):
-        traj = json.loads(Path(req["trajectory"]).read_text())
+        traj = req["traj"] if "traj" in req else json.loads(Path(req["trajectory"]).read_text())
         self.traj = traj
         fmt = traj.get("trajectory_format")
         expected = "mini-swe-agent-1.1" if MAJOR >= 2 else "mini-swe-agent-1"
@@ -511,6 +512,57 @@ def main():
         PROTO_OUT.flush()
         if isinstance(req, dict) and req.get("op") == "exit":
             break
+
+
+def continue_mode(cfg):
+    """The continuation: the rebuilt trajectory's messages (+ the boundary prompt as one user
+    message), then mini's own loop against the bridge; ends with one `pvisor_end` line."""
+    runner = Runner()
+    try:
+        runner.op_init({"trajectory": cfg["trajectory"], "cwd": cfg.get("cwd")})
+        messages = copy.deepcopy(runner.traj["messages"])
+        if cfg.get("promptFile"):
+            prompt = Path(cfg["promptFile"]).read_text(encoding="utf-8")
+            if MAJOR >= 2:
+                messages.append(runner.agent.model.format_message(role="user", content=prompt))
+            else:
+                import time as _time
+
+                messages.append({"role": "user", "content": prompt, "timestamp": _time.time()})
+        req = {
+            "messages": messages,
+            "base_url": cfg["baseUrl"],
+            "api_key": os.environ.pop("PVISOR_MINI_API_KEY", None),
+            "model": cfg.get("model"),
+            "max_steps": cfg.get("maxSteps"),
+            "output": cfg["output"],
+            "litellm_model_registry": cfg.get("litellmModelRegistry"),
+        }
+        ans = {"type": "pvisor_end", "ok": True, **runner.op_continue(req)}
+    except Exception as e:
+        ans = {"type": "pvisor_end", "ok": False, "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}
+    PROTO_OUT.write(json.dumps(ans) + "\n")
+    PROTO_OUT.flush()
+    return 0
+
+
+def preloaded(cfg_text):
+    """Entry from `sitecustomize.py` (the runner preloaded into the real mini entrypoint)."""
+    cfg = json.loads(cfg_text)
+    try:
+        if cfg.get("mode") == "continue":
+            return continue_mode(cfg)
+        main()
+        return 0
+    finally:
+        try:
+            sys.stderr.flush()
+        except Exception:
+            pass
+        if "_cfg_dir" in globals():
+            import shutil
+
+            shutil.rmtree(_cfg_dir, True)
 
 
 if __name__ == "__main__":

@@ -54,6 +54,7 @@ pub const ENTRY: AgentEntry = AgentEntry {
         }],
         post_install: None,
     },
+    versioning: crate::kit::registry::Versioning::Flag,
     command: "opencode",
     capabilities: Capabilities {
         replay: true,

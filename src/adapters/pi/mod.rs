@@ -54,6 +54,7 @@ pub const ENTRY: AgentEntry = AgentEntry {
         }],
         post_install: Some(install::entrypoint_with_its_node),
     },
+    versioning: crate::kit::registry::Versioning::Flag,
     command: "pi",
     capabilities: Capabilities {
         replay: true,

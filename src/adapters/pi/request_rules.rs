@@ -9,22 +9,5 @@
 //!   ([`RequestRules::boundary_prompt_in_history`]).
 //! * The system prompt is outside `messages` (Anthropic `system`): not compared.
 
-use serde_json::Value;
-
-use crate::kit::{Removed, RequestRules, RuleRefusal};
-
-#[derive(Debug, Clone, Default)]
-pub struct PiRules {
-    /// The continuation runs `prompt(P)` with the boundary prompt.
-    pub prompt: bool,
-}
-
-impl RequestRules for PiRules {
-    fn remove_inserted(&self, _: &mut Vec<Value>, _: usize) -> Result<Vec<Removed>, RuleRefusal> {
-        Ok(Vec::new())
-    }
-
-    fn boundary_prompt_in_history(&self) -> bool {
-        self.prompt
-    }
-}
+/// Pi's rules: nothing inserted, the boundary prompt in its history.
+pub type PiRules = crate::kit::rules::OwnPrompt;

@@ -1,0 +1,172 @@
+//! The trajectory cut after batch N, with the fresh observation messages in place of the
+//! recorded ones, written the way mini writes it ([`super::pyjson`]): untouched messages and
+//! `info` stay byte-identical (`info` is the recording's until the continued agent saves its
+//! own). Also the Chat Completions prefix mini sends for it: 2.x sends every message without
+//! `extra` and without null fields; 1.x sends `role` and `content` only.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::parse::{self, Parsed};
+use super::versions::Format;
+use crate::kit::{AdapterError, RebuildRequest, RebuiltSession};
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> AdapterError + '_ {
+    move |source| AdapterError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Where the rebuilt trajectory lives (the continued agent saves over it).
+pub fn native_path(state_dir: &Path) -> PathBuf {
+    state_dir.join("mini/trajectory.traj.json")
+}
+
+/// The messages of the trajectory cut after batch `n`, with `fresh` observation messages
+/// (call id → message) where given.
+pub fn cut_messages(
+    p: &Parsed,
+    n: usize,
+    fresh: &dyn Fn(&str) -> Option<Value>,
+) -> Result<Vec<Value>, AdapterError> {
+    let end = p.boundary_message(n).ok_or_else(|| {
+        AdapterError::Unsupported(format!(
+            "batch {n} has no complete observations to cut after"
+        ))
+    })?;
+    let mut messages: Vec<Value> = p.messages()[..=end].to_vec();
+    for (site, batch) in p.sites.iter().zip(&p.plan().batches).take(n) {
+        for (call, &at) in batch.calls.iter().zip(&site.observations) {
+            if let Some(m) = fresh(&call.call_id) {
+                messages[at] = m;
+            }
+        }
+    }
+    Ok(messages)
+}
+
+/// What the model receives for `messages`.
+pub fn api_prefix(format: Format, messages: &[Value]) -> Vec<Value> {
+    messages
+        .iter()
+        .map(|m| match format {
+            Format::V1 => serde_json::json!({"role": m["role"], "content": m["content"]}),
+            Format::V1_1 => {
+                let mut o = m.as_object().cloned().unwrap_or_default();
+                o.retain(|k, v| k != "extra" && !v.is_null());
+                Value::Object(o)
+            }
+        })
+        .collect()
+}
+
+/// A trajectory document with `messages` in place of the recorded ones.
+pub fn document(p: &Parsed, messages: Vec<Value>) -> Value {
+    let mut doc = p.doc.clone();
+    doc["messages"] = Value::Array(messages);
+    doc
+}
+
+pub fn rebuild(req: &RebuildRequest) -> Result<RebuiltSession, AdapterError> {
+    let owned;
+    let p = match req.plan.native.get::<Parsed>() {
+        Some(p) => p,
+        None => {
+            let bytes = std::fs::read(req.source).map_err(io(req.source))?;
+            owned = parse::parse_bytes(req.source, &bytes)?;
+            &owned
+        }
+    };
+    let fresh = |id: &str| {
+        req.observations.get(id).map(|o| match &o.native {
+            Some(m) => m.clone(),
+            None => serde_json::json!({"role": "user", "content": o.text}),
+        })
+    };
+    let messages = cut_messages(p, req.after_step, &fresh)?;
+    let prefix = api_prefix(p.format, &messages);
+    let records = messages.len() as u64;
+    let text = super::pyjson::dumps(&document(p, messages));
+    let native = native_path(req.state_dir);
+    for f in [&native, &req.artifact_path.to_path_buf()] {
+        if let Some(d) = f.parent() {
+            std::fs::create_dir_all(d).map_err(io(d))?;
+        }
+        std::fs::write(f, &text).map_err(io(f))?;
+    }
+    let digest = blake3::hash(text.as_bytes()).to_hex();
+    Ok(RebuiltSession {
+        native_path: native,
+        artifact_path: req.artifact_path.to_path_buf(),
+        digest: format!("blake3:{digest}"),
+        records,
+        session_id: session_id(p),
+        prefix,
+    })
+}
+
+/// mini trajectories have no id: the trajectory file's name and a digest of its messages.
+pub fn session_id(p: &Parsed) -> String {
+    let stem = p
+        .path
+        .file_name()
+        .and_then(|s| s.to_str())
+        .unwrap_or("trajectory")
+        .trim_end_matches(".json")
+        .trim_end_matches(".traj");
+    let d = blake3::hash(p.doc["messages"].to_string().as_bytes()).to_hex();
+    format!("{stem}-{}", &d[..12])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_genuine_trajectories_are_written_back_byte_for_byte() {
+        for rel in [
+            "genuine-2.4.6/mini.traj.json",
+            "genuine-1.17.5/mini.traj.json",
+        ] {
+            let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/mini-swe-agent")
+                .join(rel);
+            let bytes = std::fs::read(&path).unwrap();
+            let p = parse::parse_bytes(&path, &bytes).unwrap();
+            let text = super::super::pyjson::dumps(&p.doc);
+            let orig = String::from_utf8(bytes).unwrap();
+            let first = text.lines().zip(orig.lines()).position(|(a, b)| a != b);
+            assert!(
+                first.is_none() && text.len() == orig.len(),
+                "{rel}: line {first:?}: {:?} vs {:?}",
+                first.map(|i| text.lines().nth(i)),
+                first.map(|i| orig.lines().nth(i))
+            );
+        }
+    }
+
+    #[test]
+    fn the_prefix_is_what_mini_sends() {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/mini-swe-agent/genuine-2.4.6");
+        let bytes = std::fs::read(path.join("mini.traj.json")).unwrap();
+        let p = parse::parse_bytes(&path.join("mini.traj.json"), &bytes).unwrap();
+        let log = std::fs::read_to_string(path.join("requests-run1.jsonl")).unwrap();
+        let requests: Vec<Value> = log
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        for n in 1..=p.plan().max_boundary() {
+            let msgs = cut_messages(&p, n, &|_| None).unwrap();
+            let prefix = api_prefix(p.format, &msgs);
+            let turn = p.plan().batches[n - 1].model_turn;
+            assert_eq!(
+                Value::Array(prefix),
+                requests[turn]["body"]["messages"],
+                "N={n}"
+            );
+        }
+    }
+}
