@@ -27,6 +27,8 @@
 mod claude;
 #[path = "support/codex.rs"]
 mod codex;
+#[path = "support/mini.rs"]
+mod mini;
 #[path = "support/ns.rs"]
 mod ns;
 #[path = "support/opencode.rs"]
@@ -40,6 +42,8 @@ mod claude_code;
 mod codex_cli;
 #[path = "conformance/kit.rs"]
 mod kit;
+#[path = "conformance/mini_swe_agent.rs"]
+mod mini_swe_agent;
 #[path = "conformance/opencode_cli.rs"]
 mod opencode_cli;
 #[path = "conformance/pi_cli.rs"]
@@ -56,6 +60,7 @@ const ADAPTERS: &[(&str, Fixtures)] = &[
     ("codex", codex_cli::fixtures),
     ("opencode", opencode_cli::fixtures),
     ("pi-agent", pi_cli::fixtures),
+    ("mini-swe-agent", mini_swe_agent::fixtures),
 ];
 
 /// Every adapter's fixtures (`PVISOR_CONFORMANCE_AGENT=<name>` keeps one adapter's, for
@@ -237,7 +242,7 @@ fn continuation_sends_the_original_next_request_at_every_boundary() {
                 f.name
             );
             let prefix = plan.batches[n - 1].model_turn;
-            let both_call_tools = f.turn_calls_tools(prefix) && f.turn_calls_tools(prefix + 1);
+            let both_call_tools = f.turn_goes_on(prefix) && f.turn_goes_on(prefix + 1);
             let want = if both_call_tools {
                 "max_steps"
             } else {

@@ -66,14 +66,21 @@ pub fn run(args: AgentsArgs, registry: &Registry) -> Result<i32, CliError> {
                 return Ok(exit::OK);
             }
             let yes = |b: bool| if b { "yes" } else { "no" };
+            let w = registry
+                .entries()
+                .iter()
+                .map(|a| a.name.len())
+                .chain([5])
+                .max()
+                .unwrap_or(5);
             println!(
-                "{:<12} {:<9} {:<22} {:<22} {:<8} {:<8} {:<7} package",
+                "{:<w$} {:<9} {:<22} {:<22} {:<8} {:<8} {:<7} package",
                 "agent", "pinned", "replays", "continues", "continue", "resume", "prompt"
             );
             for a in registry.entries() {
                 let c = a.capabilities;
                 println!(
-                    "{:<12} {:<9} {:<22} {:<22} {:<8} {:<8} {:<7} {}",
+                    "{:<w$} {:<9} {:<22} {:<22} {:<8} {:<8} {:<7} {}",
                     a.name,
                     a.pinned,
                     a.versions_text(),

@@ -63,6 +63,7 @@ pub fn fixtures() -> Vec<Fixture> {
             entrypoint: claude::claude_entrypoint,
             mask,
             host_fact_edits: vec![("kernel 9.9.9-drift", edited_kernel)],
+            goes_on: crate::kit::calls_tools,
             field_damage: (string_input, ".input"),
         }
     })

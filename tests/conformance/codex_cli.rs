@@ -51,6 +51,7 @@ pub fn fixtures() -> Vec<Fixture> {
             "zone Pacific/Kiritimati, date 2020-01-01",
             edited_zone_and_date,
         )],
+        goes_on: crate::kit::calls_tools,
         field_damage: (numeric_arguments, "payload.arguments"),
     }];
     // Every recording under tests/fixtures/codex/recorded/ is a fixture.
@@ -72,6 +73,7 @@ pub fn fixtures() -> Vec<Fixture> {
             entrypoint: codex::codex_entrypoint,
             mask: codex::masked,
             host_fact_edits: vec![],
+            goes_on: crate::kit::calls_tools,
             field_damage: (numeric_arguments, "payload.arguments"),
         });
     }

@@ -35,6 +35,10 @@ pub struct Fixture {
     /// Recorded host/time facts edited to values that surely differ from this host's:
     /// `(label, edit of the trajectory text)`; the continuation must neutralize them.
     pub host_fact_edits: Vec<(&'static str, TextEdit)>,
+    /// Whether the agent goes on after scripted turn `k` (`None`: past the script's end, where
+    /// the server plays a plain text turn): two such turns after a boundary exhaust a budget of
+    /// two live steps. Most agents go on only after a reply that calls tools ([`calls_tools`]).
+    pub goes_on: fn(Option<&Value>) -> bool,
     /// A well-formed record with one field of the wrong type: `(edit of the trajectory
     /// text, the field path the error must name)`.
     pub field_damage: (TextEdit, &'static str),
@@ -137,14 +141,17 @@ impl Fixture {
             .unwrap_or_else(|| panic!("{}: no original request carries {id}", self.name))
     }
 
-    /// Whether scripted turn `k` (0-based over the whole run) calls tools.
-    pub fn turn_calls_tools(&self, k: usize) -> bool {
+    /// Whether the agent goes on after scripted turn `k` (0-based over the whole run).
+    pub fn turn_goes_on(&self, k: usize) -> bool {
         let s: Value = serde_json::from_slice(&std::fs::read(&self.script).unwrap()).unwrap();
-        s["turns"]
-            .get(k)
-            .and_then(|t| t["tool_calls"].as_array())
-            .is_some_and(|a| !a.is_empty())
+        (self.goes_on)(s["turns"].get(k))
     }
+}
+
+/// A scripted turn that calls tools (the agent goes on after it).
+pub fn calls_tools(turn: Option<&Value>) -> bool {
+    turn.and_then(|t| t["tool_calls"].as_array())
+        .is_some_and(|a| !a.is_empty())
 }
 
 pub struct Ran {

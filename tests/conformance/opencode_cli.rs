@@ -42,6 +42,7 @@ pub fn fixtures() -> Vec<Fixture> {
         entrypoint: opencode::opencode_entrypoint,
         mask: opencode::masked,
         host_fact_edits: vec![],
+        goes_on: crate::kit::calls_tools,
         field_damage: (numeric_call_id, ".callID"),
     }];
     for name in opencode::recorded_names() {
@@ -57,6 +58,7 @@ pub fn fixtures() -> Vec<Fixture> {
             entrypoint: opencode::opencode_entrypoint,
             mask: opencode::masked,
             host_fact_edits: vec![],
+            goes_on: crate::kit::calls_tools,
             field_damage: (numeric_call_id, ".callID"),
         });
     }

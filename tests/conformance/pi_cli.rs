@@ -35,6 +35,7 @@ pub fn fixtures() -> Vec<Fixture> {
         entrypoint: pi::pi_entrypoint,
         mask: pi::masked,
         host_fact_edits: vec![],
+        goes_on: crate::kit::calls_tools,
         field_damage: (numeric_arguments, ".arguments"),
     }];
     for name in pi::recorded_names() {
@@ -50,6 +51,7 @@ pub fn fixtures() -> Vec<Fixture> {
             entrypoint: pi::pi_entrypoint,
             mask: pi::masked,
             host_fact_edits: vec![],
+            goes_on: crate::kit::calls_tools,
             field_damage: (numeric_arguments, ".arguments"),
         });
     }
