@@ -17,3 +17,4 @@ seed parse_claude_code $(ls "$F"/claude/**/*.jsonl | grep -v -e requests -e stdo
 seed parse_codex "$F"/codex/**/rollout*.jsonl
 seed parse_opencode "$F"/opencode/**/export.json "$F"/opencode/**/stdout*.jsonl
 seed parse_pi "$F"/pi/**/session*.jsonl "$F"/pi/**/stdout*.jsonl
+seed parse_mini_swe_agent "$F"/mini-swe-agent/**/mini.traj.json

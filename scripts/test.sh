@@ -38,7 +38,7 @@ echo "== building the workspace and its tests ==" >&2
 cargo test --workspace --no-run -q "$@" >&2
 
 echo "== installing pinned agent CLIs (cached in .cache/agents) ==" >&2
-PVISOR_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/debug/pvisor" scripts/install-agents.sh claude-code codex opencode pi-agent >&2
+PVISOR_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/debug/pvisor" scripts/install-agents.sh claude-code codex opencode pi-agent mini-swe-agent mini-swe-agent@1.17.5 >&2
 
 if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
     echo "== installing chromium (the audit HTML test renders the report in it) ==" >&2

@@ -43,6 +43,7 @@ fn sessions(agent: &str) -> Vec<PathBuf> {
         "pi-agent" => ("pi", |n| {
             (n.starts_with("session") || n.starts_with("stdout")) && n.ends_with(".jsonl")
         }),
+        "mini-swe-agent" => ("mini-swe-agent", |n| n.ends_with(".traj.json")),
         other => panic!("no fixtures are known for `{other}`: add them here and a fuzz target"),
     };
     let mut all = vec![];

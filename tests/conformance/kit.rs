@@ -135,9 +135,16 @@ impl Fixture {
     /// result of the batch's last call.
     pub fn original_after(&self, plan: &pvisor::kit::Plan, n: usize) -> &Value {
         let id = &plan.batches[n - 1].calls.last().unwrap().call_id;
+        // Agents whose results carry no call id (mini-swe-agent 1.x: plain user messages):
+        // the request after model turn t is the (t+1)-th main request.
         self.originals
             .iter()
             .find(|r| carries_result(&r["body"], id))
+            .or_else(|| {
+                (!self.originals.iter().any(|r| r.to_string().contains(id)))
+                    .then(|| self.originals.get(plan.batches[n - 1].model_turn))
+                    .flatten()
+            })
             .unwrap_or_else(|| panic!("{}: no original request carries {id}", self.name))
     }
 

@@ -137,6 +137,10 @@ class Runner:
         self.overrides = []
         self.records = []
 
+    # ---------------------------------------------------------------- hello
+    def op_hello(self, req):
+        return {"version": VERSION, "major": MAJOR}
+
     # ---------------------------------------------------------------- init
     def op_init(self, req):
         traj = req["traj"] if "traj" in req else json.loads(Path(req["trajectory"]).read_text())

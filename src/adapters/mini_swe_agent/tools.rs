@@ -62,17 +62,19 @@ pub struct Runner {
 }
 
 impl Runner {
-    /// Finds the mini of the recorded version first, so that a missing one is refused
-    /// before any command runs.
+    /// Starts the runner in the mini of the recorded version, so that a missing mini or
+    /// another version is refused before any command runs.
     pub fn new(ctx: &ExecContext, session: Session) -> Result<Runner, String> {
         let entrypoint =
             super::runner::entrypoint_for(ctx.agent_entrypoint.as_deref(), &session.version)?;
-        Ok(Runner {
+        let mut r = Runner {
             ctx: ctx.clone(),
             session,
             entrypoint,
             process: None,
-        })
+        };
+        r.start()?;
+        Ok(r)
     }
 
     fn start(&mut self) -> Result<&mut Companion, String> {
@@ -88,6 +90,17 @@ impl Runner {
                 stderr_log: self.ctx.log_dir.join("mini-tools-runner.stderr.log"),
                 name: "the mini-swe-agent runner".into(),
             })?;
+            let hello = c.call(json!({"op": "hello"}))?;
+            let v = hello["version"].as_str().unwrap_or("");
+            if v != self.session.version {
+                return Err(format!(
+                    "{} is mini-swe-agent {v}, but the trajectory was recorded by {}: run `pvisor agents install {}@{}` (used by default), or pass that version's entrypoint",
+                    self.entrypoint.display(),
+                    self.session.version,
+                    super::NAME,
+                    self.session.version
+                ));
+            }
             let init = c.call(json!({
                 "op": "init",
                 "traj": self.session.config_doc,
@@ -97,16 +110,6 @@ impl Runner {
                 return Err(format!(
                     "mini could not load the trajectory's configuration: {}",
                     init["error"].as_str().unwrap_or("")
-                ));
-            }
-            let v = init["version"].as_str().unwrap_or("");
-            if v != self.session.version {
-                return Err(format!(
-                    "{} is mini-swe-agent {v}, but the trajectory was recorded by {}: run `pvisor agents install {}@{}` (used by default), or pass that version's entrypoint",
-                    self.entrypoint.display(),
-                    self.session.version,
-                    super::NAME,
-                    self.session.version
                 ));
             }
             self.process = Some(c);
