@@ -223,7 +223,15 @@ fn continue_and_check(
     let d = differences(&(f.mask)(&orig["body"]), &(f.mask)(&got[0]["body"]));
     assert!(
         d.is_empty(),
-        "{label}: request 1 differs from the original request N+1 at {d:?}"
+        "{label}: request 1 differs from the original request N+1 at {d:?}: {}",
+        d.iter()
+            .take(3)
+            .map(|p| format!(
+                "\n  {p}: {} vs {}",
+                orig["body"].pointer(p).unwrap_or(&Value::Null),
+                got[0]["body"].pointer(p).unwrap_or(&Value::Null)
+            ))
+            .collect::<String>()
     );
     r
 }

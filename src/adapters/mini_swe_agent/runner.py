@@ -48,6 +48,20 @@ os.dup2(2, 1)  # anything printed to stdout (rich, print) lands on stderr
 sys.stdin = open(os.devnull)
 sys.stdout = os.fdopen(os.dup(2), "w", encoding="utf-8", errors="replace")
 
+# --- 1b. a clock shifted by libfaketime (a replay "on another day") breaks Python's sleeps:
+# time.sleep waits for an absolute CLOCK_MONOTONIC deadline (clock_nanosleep TIMER_ABSTIME),
+# which libfaketime shifts like the wall clock, so subprocess's wait loop fails with EINVAL
+# or oversleeps. Under libfaketime sleeps become relative waits; nothing else changes.
+if "faketime" in os.environ.get("LD_PRELOAD", ""):
+    import select as _select
+    import time as _time_module
+
+    def _relative_sleep(secs):
+        if secs > 0:
+            _select.select([], [], [], secs)
+
+    _time_module.sleep = _relative_sleep
+
 # --- 2. environment defaults, must be set before minisweagent / litellm are imported --------
 _ADDED_ENV = []
 
