@@ -206,3 +206,39 @@ fn an_environment_other_than_local_is_refused_before_anything_runs() {
     let r = f.replay(&case, "p", 2, Some(&bad), &["--prepare-only".into()]);
     r.ok("prepare-only");
 }
+
+/// A trajectory recorded with another litellm provider (`anthropic/…`) is continued through
+/// the Chat Completions bridge with litellm's OpenAI provider: request 1 is the original N+1
+/// but for `model`, which names the bare model.
+#[test]
+fn a_model_of_another_provider_is_continued_through_the_chat_bridge() {
+    let f = fixture("v2-tools");
+    let plan = f.plan();
+    let n = 2;
+    let case = f.case();
+    let text = std::fs::read_to_string(&f.trajectory).unwrap();
+    let changed = text.replace(
+        r#""model_name": "openai/fake-model""#,
+        r#""model_name": "anthropic/claude-sonnet-4-5""#,
+    );
+    assert_ne!(changed, text);
+    let edited = case.root.path().join("anthropic.traj.json");
+    std::fs::write(&edited, changed).unwrap();
+    let entry = (f.entrypoint)();
+    let r = f.replay(
+        &case,
+        "a",
+        n,
+        Some(&edited),
+        &f.continue_args(&plan, n, 2, &entry),
+    );
+    let r = r.ok("another provider").clone();
+    assert_eq!(
+        r["metadata"]["bridge"]["first_request_ends_at_boundary"], true,
+        "{r}"
+    );
+    let got = main_requests(&case.state("a").join("logs/scripted-model.jsonl"));
+    let mut want = f.original_after(&plan, n)["body"].clone();
+    want["model"] = "claude-sonnet-4-5".into();
+    assert_eq!(got[0]["body"], want);
+}

@@ -181,7 +181,7 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<Parsed, TrajectoryError>
     let plan = Plan {
         agent: super::NAME.into(),
         recorded_version: Some(version.clone()),
-        session_id: None,
+        session_id: Some(session_id(path, &doc)),
         original_cwd: (!config.cwd.is_empty()).then(|| PathBuf::from(&config.cwd)),
         batches,
         model_turns: turns,
@@ -196,6 +196,25 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<Parsed, TrajectoryError>
         sites,
         plan,
     })
+}
+
+/// mini trajectories have no id: the file's name and a digest of its first two messages
+/// (system and task: the same for a trajectory, its rebuilt cuts and its continuations).
+pub fn session_id(path: &Path, doc: &Value) -> String {
+    let stem = path
+        .file_name()
+        .and_then(|s| s.to_str())
+        .unwrap_or("trajectory")
+        .trim_end_matches(".json")
+        .trim_end_matches(".traj");
+    let head: Vec<&Value> = doc["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .take(2)
+        .collect();
+    let d = blake3::hash(serde_json::to_string(&head).unwrap_or_default().as_bytes()).to_hex();
+    format!("{stem}-{}", &d[..12])
 }
 
 fn config(cx: &Ctx, doc: &Value) -> Result<Config, TrajectoryError> {

@@ -102,22 +102,9 @@ pub fn rebuild(req: &RebuildRequest) -> Result<RebuiltSession, AdapterError> {
         artifact_path: req.artifact_path.to_path_buf(),
         digest: format!("blake3:{digest}"),
         records,
-        session_id: session_id(p),
+        session_id: p.plan().session_id.clone().unwrap_or_default(),
         prefix,
     })
-}
-
-/// mini trajectories have no id: the trajectory file's name and a digest of its messages.
-pub fn session_id(p: &Parsed) -> String {
-    let stem = p
-        .path
-        .file_name()
-        .and_then(|s| s.to_str())
-        .unwrap_or("trajectory")
-        .trim_end_matches(".json")
-        .trim_end_matches(".traj");
-    let d = blake3::hash(p.doc["messages"].to_string().as_bytes()).to_hex();
-    format!("{stem}-{}", &d[..12])
 }
 
 #[cfg(test)]

@@ -319,6 +319,17 @@ class Runner:
             if req["model"] != cfg.get("model_name"):
                 self.overrides.append(f"model.model_name {cfg.get('model_name')!r} -> {req['model']!r}")
             cfg["model_name"] = req["model"]
+        # The bridge speaks Chat Completions: litellm's OpenAI provider, whatever provider the
+        # recorded model name implies (`claude-…`, `anthropic/…`, `hosted_vllm/…`).
+        name = cfg.get("model_name") or ""
+        try:
+            bare, provider = litellm.get_llm_provider(name)[:2]
+        except Exception:
+            bare, provider = name, None
+        if provider != "openai":
+            forced = f"openai/{bare}"
+            self.overrides.append(f"model.model_name {name!r} -> {forced!r} (the bridge speaks Chat Completions)")
+            cfg["model_name"] = forced
         mk = cfg.setdefault("model_kwargs", {})
         if req.get("base_url"):
             litellm.api_base = req["base_url"]  # module-level: not saved in the trajectory, not in os.environ
@@ -336,6 +347,11 @@ class Runner:
         if req.get("cost_tracking"):
             cfg["cost_tracking"] = req["cost_tracking"]
         reg = cfg.get("litellm_model_registry")
+        renamed = cfg.get("model_name") != self.model_config.get("model_name")
+        if cfg.get("cost_tracking", "default") == "default" and renamed:
+            # Another name than the recorded one has no price where the recording had one.
+            self.overrides.append("model.cost_tracking 'default' -> 'ignore_errors' (the model was renamed)")
+            cfg["cost_tracking"] = "ignore_errors"
         if cfg.get("cost_tracking", "default") == "default" and not (reg and Path(reg).is_file()):
             self.overrides.append(
                 f"model.cost_tracking 'default' -> 'ignore_errors' (registry {reg!r} not found; cost will be 0)"
