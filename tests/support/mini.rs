@@ -3,7 +3,8 @@
 //! server, and recording its trajectories as fixtures under
 //! `tests/fixtures/mini-swe-agent/recorded/<name>/`.
 //!
-//! Inputs of a recording: `script.json`, `task.json` (`{"prompt": …, "version": …}`),
+//! Inputs of a recording: `script.json`, `task.json` (`{"prompt": …, "version": …}`, 2.x
+//! also `"config"`: a builtin config, `mini.yaml` by default, and `"model_class"`),
 //! `workspace-before/`. Outputs: `mini.traj.json` (the `-o` trajectory), `requests.jsonl`
 //! (every request mini sent), `workspace-after/`, `meta.json`.
 //! Every recording runs at the fixed paths `/tmp/pvisor-rec-mini-<name>/{home,work}` under
@@ -163,7 +164,11 @@ pub async fn record(name: &str) {
         v1_config(&entry, &cfg);
         args.extend(["-c".into(), cfg.display().to_string()]);
     } else {
-        args.extend(["-c", "mini.yaml", "-c", "environment.timeout=2"].map(String::from));
+        let config = task["config"].as_str().unwrap_or("mini.yaml");
+        args.extend(["-c", config, "-c", "environment.timeout=2"].map(String::from));
+        if let Some(class) = task["model_class"].as_str() {
+            args.extend(["--model-class".to_string(), class.to_string()]);
+        }
     }
     let child = tokio::process::Command::new(&entry)
         .args(&args)

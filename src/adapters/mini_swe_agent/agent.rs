@@ -17,7 +17,10 @@ pub struct MiniSweAgent;
 
 /// The agent, model and environment classes the runner can drive.
 const ENVIRONMENTS: &[&str] = &["minisweagent.environments.local.LocalEnvironment"];
-const MODELS: &[&str] = &["minisweagent.models.litellm_model.LitellmModel"];
+const MODELS: &[&str] = &[
+    "minisweagent.models.litellm_model.LitellmModel",
+    "minisweagent.models.litellm_textbased_model.LitellmTextbasedModel",
+];
 
 /// One model reply as an [`Action`] (2.x tool calls; 1.x fenced actions stay in the text).
 fn action_of(m: &Value) -> Action {
@@ -66,7 +69,7 @@ impl Adapter for MiniSweAgent {
         }
         if mode == Mode::Continue && !MODELS.contains(&c.model_type.as_str()) {
             return Err(AdapterError::Unsupported(format!(
-                "the trajectory's model class is `{}`; pvisor continues mini's LitellmModel (Chat Completions) only",
+                "the trajectory's model class is `{}`; pvisor continues mini's LitellmModel and LitellmTextbasedModel (Chat Completions) only",
                 c.model_type
             )));
         }

@@ -326,12 +326,23 @@ fn walk_v2(cx: &Ctx, messages: &[Value]) -> Result<Walk, TrajectoryError> {
             continue;
         }
         turns += 1;
+        let actions = m.pointer("/extra/actions").and_then(Value::as_array);
         let calls_v = match m.get("tool_calls") {
-            None | Some(Value::Null) => {
-                i += 1;
+            Some(Value::Array(a)) if !a.is_empty() => a,
+            None | Some(Value::Null) | Some(Value::Array(_)) => {
+                // A text-based model (`LitellmTextbasedModel`): the parsed actions, answered
+                // by `user` observation messages.
+                if let Some(acts) = actions.filter(|a| !a.is_empty()) {
+                    let (batch, site, next) =
+                        text_batch(cx, messages, i, acts, turns, batches.len() + 1)?;
+                    batches.push(batch);
+                    sites.push(site);
+                    i = next;
+                } else {
+                    i += 1;
+                }
                 continue;
             }
-            Some(Value::Array(a)) => a,
             Some(v) => {
                 return Err(cx.err(
                     &format!("messages[{i}].tool_calls"),
@@ -339,7 +350,6 @@ fn walk_v2(cx: &Ctx, messages: &[Value]) -> Result<Walk, TrajectoryError> {
                 ))
             }
         };
-        let actions = m.pointer("/extra/actions").and_then(Value::as_array);
         let mut calls = vec![];
         let mut commands = vec![];
         for (k, tc) in calls_v.iter().enumerate() {
@@ -441,6 +451,69 @@ fn walk_v2(cx: &Ctx, messages: &[Value]) -> Result<Walk, TrajectoryError> {
         i = j.max(i + 1);
     }
     Ok((batches, sites, turns))
+}
+
+/// The batch of a text-based 2.x reply: its `extra.actions`, each answered by the next
+/// `user` message (format errors aside); returns the index after its observations.
+fn text_batch(
+    cx: &Ctx,
+    messages: &[Value],
+    i: usize,
+    actions: &[Value],
+    turn: usize,
+    index: usize,
+) -> Result<(Batch, Site, usize), TrajectoryError> {
+    let mut calls = vec![];
+    let mut commands = vec![];
+    for (k, a) in actions.iter().enumerate() {
+        let f = format!("messages[{i}].extra.actions[{k}].command");
+        let c = cx.str_at(a.get("command").unwrap_or(&Value::Null), &f)?;
+        let id = format!("mini-m{i}-{k}");
+        commands.push(c.to_string());
+        calls.push(ToolCall {
+            call_id: id.clone(),
+            tool: "bash".into(),
+            input: serde_json::json!({ "command": c }),
+            original: None,
+            locator: Locator {
+                line: crate::kit::json_lines::line_of_field(cx.text, &f).unwrap_or(0),
+                native_id: Some(id),
+            },
+        });
+    }
+    let mut observations = vec![];
+    let mut j = i + 1;
+    for call in calls.iter_mut() {
+        match messages.get(j) {
+            Some(o) if o["role"].as_str() == Some("user") && !is_format_error(o) => {
+                call.original = Some(observation_of(o));
+                observations.push(j);
+                j += 1;
+            }
+            _ => break,
+        }
+    }
+    let submitted = messages.get(j).is_some_and(|e| {
+        e["role"].as_str() == Some("exit")
+            && e.pointer("/extra/exit_status").and_then(Value::as_str) == Some("Submitted")
+    });
+    let batch = Batch {
+        index,
+        model_turn: turn,
+        locator: Locator {
+            line: crate::kit::json_lines::line_of_field(cx.text, &format!("messages[{i}]"))
+                .unwrap_or(0),
+            native_id: None,
+        },
+        complete: observations.len() == calls.len() && !submitted,
+        calls,
+    };
+    let site = Site {
+        assistant: i,
+        observations,
+        commands,
+    };
+    Ok((batch, site, j.max(i + 1)))
 }
 
 /// The configured 1.x action regex (Python `re`, DOTALL) in Rust syntax.
