@@ -26,7 +26,7 @@ use std::time::Duration;
 pub const API_KEY: &str = "pvisor-mini-key";
 pub const MODEL: &str = "openai/fake-model";
 
-pub use recording::{copy_dir, main_requests, project_root, selected};
+pub use recording::{copy_dir, main_requests, project_root, selected, walk};
 
 pub fn fixtures_dir() -> PathBuf {
     project_root().join("tests/fixtures/mini-swe-agent")
@@ -222,19 +222,6 @@ pub async fn record(name: &str) {
         "recorded {name} with mini {version}: {} requests",
         requests.len()
     );
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = vec![];
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }
 
 /// mini's requests carry no per-run field: nothing is masked.

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 pub const API_KEY: &str = "pvisor-pi-key";
 
-pub use recording::{copy_dir, main_requests, project_root, selected};
+pub use recording::{copy_dir, main_requests, project_root, selected, walk};
 
 pub use recording::agents_dir;
 
@@ -182,19 +182,6 @@ pub async fn record(name: &str) {
         "recorded {name}: session {session_id}, {} requests",
         requests.len()
     );
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = vec![];
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }
 
 /// The request body without its declared dynamic fields: where Pi is installed (the system

@@ -110,3 +110,17 @@ pub fn selected(all: Vec<String>) -> Vec<String> {
     );
     names
 }
+
+/// Every file below `dir` (none when it does not exist).
+pub fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = vec![];
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}

@@ -3,11 +3,11 @@
 //! (`<pi> --version` with the runner preloaded: [`command_env`]). A runner that cannot start,
 //! dies or answers out of protocol is an executor error, never a panic.
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use serde_json::{json, Value};
+
+use crate::kit::companion::{Companion, CompanionCommand};
 
 /// The runner script.
 pub const SCRIPT: &str = include_str!("runner.mjs");
@@ -43,13 +43,9 @@ pub fn command_env(script: &Path, config: &Value) -> Vec<(String, String)> {
     ]
 }
 
-/// A running `runner.mjs` in tools mode.
+/// A running `runner.mjs` in tools mode (a [`Companion`]).
 pub struct ToolProcess {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next: u64,
-    stderr_path: PathBuf,
+    inner: Companion,
 }
 
 /// What Pi's agent loop would store for one call.
@@ -70,84 +66,22 @@ impl ToolProcess {
         cwd: &Path,
         stderr_path: &Path,
     ) -> Result<ToolProcess, String> {
-        if let Some(d) = stderr_path.parent() {
-            let _ = std::fs::create_dir_all(d);
-        }
-        let err = std::fs::File::create(stderr_path)
-            .map_err(|e| format!("{}: {e}", stderr_path.display()))?;
-        let mut child = Command::new(entrypoint)
-            .args(ARGS)
-            .current_dir(cwd)
-            .env_clear()
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .envs(command_env(script, &json!({"mode": "tools"})))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::from(err))
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", entrypoint.display()))?;
-        let stdin = child.stdin.take().expect("piped");
-        let stdout = BufReader::new(child.stdout.take().expect("piped"));
-        Ok(ToolProcess {
-            child,
-            stdin,
-            stdout,
-            next: 1,
-            stderr_path: stderr_path.to_path_buf(),
-        })
-    }
-
-    fn stderr_tail(&self) -> String {
-        let t = std::fs::read_to_string(&self.stderr_path).unwrap_or_default();
-        let t = t.trim();
-        let start = t
-            .char_indices()
-            .rev()
-            .nth(1500)
-            .map(|(i, _)| i)
-            .unwrap_or(0);
-        t[start..].to_string()
-    }
-
-    /// One call: `request` gets an `id`; the answer must carry it back.
-    pub fn call(&mut self, mut request: Value) -> Result<ToolAnswer, String> {
-        let id = self.next;
-        self.next += 1;
-        request["id"] = json!(id);
-        let line = format!("{request}\n");
-        if let Err(e) = self
-            .stdin
-            .write_all(line.as_bytes())
-            .and_then(|_| self.stdin.flush())
-        {
-            return Err(format!(
-                "the Pi runner stopped reading: {e}; {}",
-                self.stderr_tail()
-            ));
-        }
-        let mut answer = String::new();
-        match self.stdout.read_line(&mut answer) {
-            Ok(0) | Err(_) => {
-                let status = self.child.try_wait().ok().flatten();
-                return Err(format!(
-                    "the Pi runner ended without answering (status {status:?}): {}",
-                    self.stderr_tail()
-                ));
-            }
-            Ok(_) => {}
-        }
-        let v: Value = serde_json::from_str(&answer).map_err(|e| {
-            format!(
-                "the Pi entrypoint answered out of protocol ({e}: {}); it must be Pi's Node CLI, which loads the runner from NODE_OPTIONS",
-                answer.trim()
-            )
+        let mut env = env.to_vec();
+        env.extend(command_env(script, &json!({"mode": "tools"})));
+        let inner = Companion::start(CompanionCommand {
+            program: entrypoint.to_path_buf(),
+            args: ARGS.iter().map(|a| a.to_string()).collect(),
+            env,
+            cwd: cwd.to_path_buf(),
+            stderr_log: stderr_path.to_path_buf(),
+            name: "the Pi runner (Pi's Node CLI, which loads it from NODE_OPTIONS)".into(),
         })?;
-        if v["id"] != json!(id) {
-            return Err(format!(
-                "the Pi runner answered request {} for {id}",
-                v["id"]
-            ));
-        }
+        Ok(ToolProcess { inner })
+    }
+
+    /// One call: its answer, or why there is none.
+    pub fn call(&mut self, request: Value) -> Result<ToolAnswer, String> {
+        let v = self.inner.call(request)?;
         if let Some(p) = v.get("protocolError") {
             return Err(format!(
                 "the Pi runner failed: {}",
@@ -158,24 +92,11 @@ impl ToolProcess {
             .get("content")
             .cloned()
             .filter(Value::is_array)
-            .ok_or_else(|| {
-                format!(
-                    "the Pi runner's answer has no content array: {}",
-                    answer.trim()
-                )
-            })?;
+            .ok_or_else(|| format!("the Pi runner's answer has no content array: {v}"))?;
         Ok(ToolAnswer {
             content,
             details: v.get("details").cloned(),
             is_error: v.get("isError").and_then(Value::as_bool).unwrap_or(false),
         })
-    }
-}
-
-impl Drop for ToolProcess {
-    fn drop(&mut self) {
-        // Closing stdin ends the runner once its queue is done; don't leave it behind.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
