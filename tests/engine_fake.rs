@@ -252,3 +252,47 @@ fn what_an_adapter_cannot_do_is_refused_before_anything_runs() {
     f.boundary_user_prompt = Some("go on".into());
     assert_eq!(env.run(f).exit_code, 0);
 }
+
+/// An adapter whose sessions are folders reads them through `Adapter::read_input`: the run
+/// parses that canonical form, its lineage digests it, and a resumed run refuses a folder that
+/// changed since.
+#[test]
+fn a_folder_input_is_read_through_the_adapter() {
+    let env = Env::new(TRAJ);
+    let dir = env.root.join("t.jsonl");
+    std::fs::remove_file(&dir).unwrap();
+    std::fs::create_dir(&dir).unwrap();
+    for (i, l) in TRAJ.lines().enumerate() {
+        std::fs::write(dir.join(format!("{i:03}.line")), l).unwrap();
+    }
+    std::fs::write(dir.join("notes.txt"), "ignored").unwrap();
+    let mut f = env.fields(3);
+    f.prepare_only = Some(true);
+    f.replay_only = None;
+    let out = env.run(f);
+    assert_eq!(out.exit_code, 0, "{:?}", out.result.failure);
+    let r = serde_json::to_value(&out.result).unwrap();
+    assert_eq!(r["phase"], "prepared");
+    let canonical: String = TRAJ.lines().map(|l| format!("{l}\n")).collect();
+    assert_eq!(
+        r["metadata"]["lineage"]["source_sha256"],
+        pvisor::digest::sha256(canonical.as_bytes())
+    );
+    // A fresh run of the folder replays; once a file changed, resuming it is refused.
+    let env = Env::new(TRAJ);
+    let dir = env.root.join("t.jsonl");
+    std::fs::remove_file(&dir).unwrap();
+    std::fs::create_dir(&dir).unwrap();
+    for (i, l) in TRAJ.lines().enumerate() {
+        std::fs::write(dir.join(format!("{i:03}.line")), l).unwrap();
+    }
+    let out = env.run(env.fields(3));
+    assert_eq!(out.exit_code, 0, "{:?}", out.result.failure);
+    cut_after_start(&env, 2, 0); // interrupted inside the prefix
+    let last = TRAJ.lines().last().unwrap().replace("zzz", "yyy");
+    std::fs::write(dir.join("004.line"), last).unwrap();
+    let out = env.resume(false);
+    assert_eq!(out.exit_code, 10, "{:?}", out.result.failure);
+    let msg = out.result.failure.unwrap().message;
+    assert!(msg.contains("the trajectory changed"), "{msg}");
+}

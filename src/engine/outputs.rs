@@ -31,7 +31,8 @@ pub fn write_all(
             .get("continued")
             .map(|w| std::path::PathBuf::from(&w.path));
         // The source is parsed again here (the run's plan is gone after a failure).
-        let plan = std::fs::read(&req.trajectory)
+        let plan = a
+            .read_input(&req.trajectory)
             .ok()
             .and_then(|b| a.parse(&req.trajectory, &b).ok());
         let (orig, live) = match &plan {

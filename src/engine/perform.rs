@@ -44,7 +44,7 @@ pub fn parse_source(
     adapter: &dyn Adapter,
     req: &ReplayRequest,
 ) -> Result<(Plan, String), RunError> {
-    let bytes = std::fs::read(&req.trajectory).map_err(|e| {
+    let bytes = adapter.read_input(&req.trajectory).map_err(|e| {
         crate::error::TrajectoryError::new(
             &req.trajectory,
             0,

@@ -240,6 +240,13 @@ pub trait ToolRunner: Send {
 pub trait Adapter: Send + Sync {
     /// The agent name used on the command line (`claude-code`, `codex`, …).
     fn name(&self) -> &'static str;
+    /// The bytes of the native input at `path`, which [`Adapter::parse`] parses and the
+    /// journal's lineage digests: the file itself by default. An agent whose sessions are
+    /// folders (a conversation store of several files) returns one canonical byte form of the
+    /// folder here, so that a resumed run can check the source did not change.
+    fn read_input(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        std::fs::read(path)
+    }
     /// Parse a native trajectory into a plan of batches (its own parse in `plan.native`).
     fn parse(&self, path: &Path, bytes: &[u8]) -> Result<Plan, crate::error::TrajectoryError>;
     /// Whether this plan can be rebuilt (and, in `Continue` mode, continued) at boundary

@@ -18,6 +18,25 @@ impl Adapter for Fake {
     fn name(&self) -> &'static str {
         "fake"
     }
+    /// A folder input (a session of several files, like a conversation store): its `*.line`
+    /// files in name order, one line each.
+    fn read_input(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        if !path.is_dir() {
+            return std::fs::read(path);
+        }
+        let mut files: Vec<PathBuf> = std::fs::read_dir(path)?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "line"))
+            .collect();
+        files.sort();
+        let mut out = vec![];
+        for f in files {
+            out.extend(std::fs::read(f)?);
+            out.push(b'\n');
+        }
+        Ok(out)
+    }
     fn parse(&self, path: &Path, bytes: &[u8]) -> Result<Plan, TrajectoryError> {
         let text = std::str::from_utf8(bytes)
             .map_err(|_| TrajectoryError::new(path, 0, "file", "not UTF-8"))?;
