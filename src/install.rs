@@ -199,8 +199,11 @@ pub fn install(root: &Path, agent: &AgentEntry, version: &str) -> Result<PathBuf
         match agent.install.package {
             Package::Npm { package, .. } => npm_install(&pfx, package, version)?,
             Package::PyPI {
-                package, python, ..
-            } => pip_install(&pfx, package, version, python)?,
+                package,
+                python,
+                with,
+                ..
+            } => pip_install(&pfx, package, version, python, with)?,
         }
         // Helpers first: a fix-up may need them (Pi's entrypoint runs the helper node).
         install_helpers(&pfx, agent)?;
@@ -267,7 +270,13 @@ fn npm_install(prefix: &Path, package: &str, version: &str) -> Result<(), String
     )
 }
 
-fn pip_install(prefix: &Path, package: &str, version: &str, python: &str) -> Result<(), String> {
+fn pip_install(
+    prefix: &Path,
+    package: &str,
+    version: &str,
+    python: &str,
+    with: &[&str],
+) -> Result<(), String> {
     let venv = prefix.join("venv");
     let py = python_at_least(python).ok_or_else(|| {
         format!("{package} needs Python >= {python}; none found (set PVISOR_PYTHON to one)")
@@ -281,13 +290,15 @@ fn pip_install(prefix: &Path, package: &str, version: &str, python: &str) -> Res
     run(
         Command::new(venv.join("bin/pip"))
             .args(["install", "--disable-pip-version-check", "-q"])
-            .arg(format!("{package}=={version}")),
-        &format!("pip install {package}=={version}"),
+            .arg(format!("{package}=={version}"))
+            .args(with),
+        &format!("pip install {package}=={version} {}", with.join(" ")),
     )
 }
 
 /// A Python interpreter of at least `min` (`3.12`): `$PVISOR_PYTHON`, else `python3.N` for
-/// N from 13 down, else `python3`.
+/// N from 14 down, else `python3` on PATH, else the newest pyenv installation
+/// (`$PYENV_ROOT` or `~/.pyenv`, `versions/*/bin/python3`: a version Debian does not package).
 fn python_at_least(min: &str) -> Option<PathBuf> {
     let want = crate::kit::registry::numbers(min)?;
     let ok = |exe: &Path| {
@@ -305,6 +316,22 @@ fn python_at_least(min: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     for name in ["python3.14", "python3.13", "python3.12", "python3"] {
         candidates.extend(std::env::split_paths(&path).map(|d| d.join(name)));
+    }
+    let pyenv = std::env::var_os("PYENV_ROOT")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pyenv")));
+    if let Some(root) = pyenv {
+        let mut versions: Vec<(Vec<u64>, PathBuf)> = std::fs::read_dir(root.join("versions"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let v = crate::kit::registry::numbers(&e.file_name().to_string_lossy())?;
+                Some((v, e.path().join("bin/python3")))
+            })
+            .collect();
+        versions.sort();
+        candidates.extend(versions.into_iter().rev().map(|(_, p)| p));
     }
     candidates.into_iter().find(|c| c.is_file() && ok(c))
 }

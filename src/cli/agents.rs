@@ -32,6 +32,14 @@ fn package_text(a: &AgentEntry) -> String {
     match a.install.package {
         Package::Npm { package, .. } => format!("npm {package}"),
         Package::PyPI {
+            package,
+            python,
+            with,
+            ..
+        } if !with.is_empty() => {
+            format!("PyPI {package} + {} (Python >= {python})", with.join(" "))
+        }
+        Package::PyPI {
             package, python, ..
         } => format!("PyPI {package} (Python >= {python})"),
     }
