@@ -242,3 +242,45 @@ fn a_model_of_another_provider_is_continued_through_the_chat_bridge() {
     want["model"] = "claude-sonnet-4-5".into();
     assert_eq!(got[0]["body"], want);
 }
+
+/// A continuation killed after its second live step resumes from mini's own saved
+/// trajectory (2.x saves after every step; 1.x only at the end, so its live turns are asked
+/// again) and ends as the uninterrupted run does.
+#[test]
+fn a_continuation_killed_after_live_steps_resumes_to_the_same_outcome() {
+    for name in ["v2-tools", "v1-tools"] {
+        let f = fixture(name);
+        let plan = f.plan();
+        let n = 1;
+        let whole_case = f.case();
+        let entry = whole_case.wrap(&(f.entrypoint)());
+        let args = f.continue_args(&plan, n, 3, &entry);
+        let whole = f.replay(&whole_case, "w", n, None, &args).ok(name).clone();
+        let mut steps = vec![];
+        pvisor::journal::read_events(&whole_case.state("w").join("journal.pvj"), |e| {
+            if matches!(e.event, journal_format::Event::ContinuationStep(_)) {
+                steps.push(e.seq);
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert!(steps.len() >= 2, "{name}: {steps:?}");
+        let mut case = f.case();
+        let entry = case.wrap(&(f.entrypoint)());
+        case.env.push((
+            "PVISOR_FAILPOINT".into(),
+            format!("after-event:{}", steps[1]),
+        ));
+        let r = f.replay(&case, "k", n, None, &f.continue_args(&plan, n, 3, &entry));
+        assert_ne!(r.code, 0, "{name}: the failpoint stops the run");
+        case.env.clear();
+        let resumed = f.resume(&case, "k");
+        let resumed = resumed.ok(&format!("{name} resumed")).clone();
+        assert_eq!(kit::outcome(&resumed), kit::outcome(&whole), "{name}");
+        assert_eq!(
+            kit::refold(&case.state("k")),
+            resumed,
+            "{name}: fold == result"
+        );
+    }
+}

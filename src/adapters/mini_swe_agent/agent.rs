@@ -98,6 +98,10 @@ impl Adapter for MiniSweAgent {
         rebuild::rebuild(req)
     }
 
+    fn rebuild_for_resume(&self, req: &RebuildRequest) -> Result<RebuiltSession, AdapterError> {
+        rebuild::rebuild_for_resume(req)
+    }
+
     fn continuation(
         &self,
         req: &ContinueRequest,

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
+use super::versions::Format;
 use crate::bridge::BridgeStats;
 use crate::kit::{AdapterError, RebuiltSession, RequestRules};
 use crate::protocol::Protocol;
@@ -31,6 +32,8 @@ pub struct MiniContinuation {
     pub prompt: Option<String>,
     /// The rebuilt messages: the continued trajectory must start with them.
     rebuilt: Vec<Value>,
+    /// The rebuilt trajectory's artifact copy (never written by mini).
+    rebuilt_artifact: PathBuf,
     end: Option<Value>,
 }
 
@@ -67,7 +70,9 @@ impl MiniContinuation {
             continued_artifact: continued_artifact.to_path_buf(),
             model: model.map(str::to_string),
             prompt: prompt.map(str::to_string),
-            rebuilt: messages_of(&rebuilt.native_path)?,
+            // The artifact: the native file holds the live turns once mini has run.
+            rebuilt: messages_of(&rebuilt.artifact_path)?,
+            rebuilt_artifact: rebuilt.artifact_path.clone(),
             end: None,
         })
     }
@@ -185,6 +190,47 @@ impl ContinuationAgent for MiniContinuation {
         }
     }
 
+    /// mini saves its whole trajectory after every step (2.x) or at the end (1.x), over the
+    /// rebuilt file, so the file holds the rebuilt messages and the live turns up to a step
+    /// boundary (or, killed during a save, a torn file: no live turn survives). Cut after the
+    /// last complete live turn that did not end the run (an `exit` takes the turn before it).
+    fn resume(&mut self, write: bool) -> Result<crate::runner::ResumeInfo, AdapterError> {
+        if self.prompt.is_some() {
+            return Err(AdapterError::Unsupported(
+                "resuming a mini continuation that was given a boundary prompt: start a new run"
+                    .into(),
+            ));
+        }
+        let artifact = std::fs::read(&self.rebuilt_artifact).map_err(io(&self.rebuilt_artifact))?;
+        let base = super::parse::parse_bytes(&self.rebuilt_artifact, &artifact)?;
+        let continued = std::fs::read(&self.session_file)
+            .ok()
+            .and_then(|b| super::parse::parse_bytes(&self.session_file, &b).ok());
+        let (doc, msgs) = match &continued {
+            Some(p) => (p.doc.clone(), p.messages().to_vec()),
+            None => (base.doc.clone(), self.rebuilt.clone()),
+        };
+        let k = self.rebuilt.len();
+        if msgs.len() < k || msgs[..k] != self.rebuilt[..] {
+            return Err(AdapterError::Continuation(
+                "resuming: mini's trajectory no longer starts with the rebuilt messages".into(),
+            ));
+        }
+        let (cut, turns) = live_cut(base.format, &msgs[k..]);
+        let live = &msgs[k..k + cut];
+        if write {
+            let mut doc = doc;
+            doc["messages"] = Value::Array(msgs[..k + cut].to_vec());
+            let text = super::pyjson::dumps(&doc);
+            std::fs::write(&self.session_file, text).map_err(io(&self.session_file))?;
+        }
+        Ok(crate::runner::ResumeInfo {
+            live: super::rebuild::api_prefix(base.format, live),
+            complete_turns: turns,
+            interrupted: None,
+        })
+    }
+
     fn finish(&mut self) -> Result<Option<ContinuedSession>, AdapterError> {
         let _ = std::fs::remove_file(self.prompt_file());
         let bytes = std::fs::read(&self.session_file).map_err(io(&self.session_file))?;
@@ -209,5 +255,107 @@ impl ContinuationAgent for MiniContinuation {
             records: got.len() as u64,
             removed: vec![],
         }))
+    }
+}
+
+/// Whether `m` is a model reply (a turn): an assistant message, or 2.x's format error.
+fn is_turn(m: &Value) -> bool {
+    m["role"] == "assistant"
+        || m.pointer("/extra/interrupt_type").and_then(Value::as_str) == Some("FormatError")
+}
+
+/// How many results a turn waits for: its tool calls (2.x), its parsed actions (text-based
+/// 2.x), one answer (1.x), none (a format error).
+fn results_of(format: Format, m: &Value) -> usize {
+    if m["role"] != "assistant" {
+        return 0;
+    }
+    match format {
+        Format::V1 => 1,
+        Format::V1_1 => match m["tool_calls"].as_array().filter(|a| !a.is_empty()) {
+            Some(calls) => calls.len(),
+            None => m
+                .pointer("/extra/actions")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len),
+        },
+    }
+}
+
+/// The length of the live messages up to the last complete turn that did not end the run,
+/// and the number of those turns. A trailing `exit` drops the turn before it (asked again, it
+/// ends the run again), as does a turn without all its results.
+pub fn live_cut(format: Format, live: &[Value]) -> (usize, u64) {
+    let mut ends: Vec<usize> = vec![];
+    let mut i = 0;
+    let mut cut_before_turns = 0usize;
+    while i < live.len() {
+        let m = &live[i];
+        if m["role"] == "exit" {
+            ends.pop();
+            break;
+        }
+        if !is_turn(m) {
+            if ends.is_empty() {
+                cut_before_turns = i + 1; // e.g. a message before the first turn
+            }
+            i += 1;
+            continue;
+        }
+        let need = results_of(format, m);
+        let got = live[i + 1..]
+            .iter()
+            .take(need)
+            .take_while(|r| !is_turn(r) && r["role"] != "exit")
+            .count();
+        if got < need {
+            break;
+        }
+        i += 1 + need;
+        ends.push(i);
+    }
+    match ends.last() {
+        Some(&e) => (e, ends.len() as u64),
+        None => (cut_before_turns.min(live.len()), 0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn a(calls: usize) -> Value {
+        let tc: Vec<Value> = (0..calls).map(|k| json!({"id": format!("c{k}")})).collect();
+        json!({"role": "assistant", "content": "x", "tool_calls": tc})
+    }
+    fn t() -> Value {
+        json!({"role": "tool", "content": "o"})
+    }
+
+    #[test]
+    fn the_cut_keeps_complete_turns_that_did_not_end_the_run() {
+        let fe =
+            json!({"role": "user", "content": "e", "extra": {"interrupt_type": "FormatError"}});
+        let exit = json!({"role": "exit", "content": ""});
+        let v2 = Format::V1_1;
+        assert_eq!(live_cut(v2, &[]), (0, 0));
+        assert_eq!(live_cut(v2, &[a(2), t(), t(), a(1), t()]), (5, 2));
+        assert_eq!(
+            live_cut(v2, &[a(2), t(), t(), a(1)]),
+            (3, 1),
+            "results missing"
+        );
+        assert_eq!(live_cut(v2, &[a(1), t(), fe.clone(), a(1), t()]), (5, 3));
+        assert_eq!(
+            live_cut(v2, &[a(1), t(), a(1), t(), exit]),
+            (2, 1),
+            "exit drops its turn"
+        );
+        let u = |c: &str| json!({"role": "user", "content": c});
+        let v1 = Format::V1;
+        let asst = json!({"role": "assistant", "content": "x"});
+        assert_eq!(live_cut(v1, &[asst.clone(), u("o"), asst.clone()]), (2, 1));
+        assert_eq!(live_cut(v1, &[asst.clone(), u("o"), asst, u("")]), (4, 2));
     }
 }

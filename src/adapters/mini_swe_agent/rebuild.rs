@@ -69,7 +69,18 @@ pub fn document(p: &Parsed, messages: Vec<Value>) -> Value {
     doc
 }
 
+/// The trajectory mini will continue (written to its native path and the artifact).
 pub fn rebuild(req: &RebuildRequest) -> Result<RebuiltSession, AdapterError> {
+    write(req, true)
+}
+
+/// The same session for a run whose continuation already started: the artifact only (mini
+/// owns its native file then: it holds the live turns).
+pub fn rebuild_for_resume(req: &RebuildRequest) -> Result<RebuiltSession, AdapterError> {
+    write(req, false)
+}
+
+fn write(req: &RebuildRequest, native_too: bool) -> Result<RebuiltSession, AdapterError> {
     let owned;
     let p = match req.plan.native.get::<Parsed>() {
         Some(p) => p,
@@ -90,7 +101,13 @@ pub fn rebuild(req: &RebuildRequest) -> Result<RebuiltSession, AdapterError> {
     let records = messages.len() as u64;
     let text = super::pyjson::dumps(&document(p, messages));
     let native = native_path(req.state_dir);
-    for f in [&native, &req.artifact_path.to_path_buf()] {
+    let artifact = req.artifact_path.to_path_buf();
+    let targets: &[&PathBuf] = if native_too {
+        &[&native, &artifact]
+    } else {
+        &[&artifact]
+    };
+    for f in targets.iter().copied() {
         if let Some(d) = f.parent() {
             std::fs::create_dir_all(d).map_err(io(d))?;
         }
