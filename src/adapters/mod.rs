@@ -6,6 +6,8 @@ pub mod claude_code;
 pub mod codex;
 pub mod mini_swe_agent;
 pub mod opencode;
+/// Under construction: not in [`AGENTS`] yet.
+pub mod openhands;
 pub mod pi;
 
 use crate::kit::registry::{AgentEntry, Registry};

@@ -1,0 +1,285 @@
+//! The canonical form of a conversation store ([`super::store`]) → plan. Line 1 is
+//! `base_state.json`, then one event per line. One LLM response's `ActionEvent`s (the same
+//! `llm_response_id`, consecutive) are one batch; each call is answered by the
+//! `ObservationEvent`, `AgentErrorEvent` or `UserRejectObservation` carrying its
+//! `tool_call_id`. An agent `MessageEvent` (a reply without tool calls) is a model turn
+//! without a batch. A batch missing a result is the torn end, never a boundary. The stored
+//! observation text (`observation.content[].text`) is what replays compare; the text the model
+//! sees is rendered from it by the SDK (the runner asks the SDK for it). Errors name the file,
+//! the line of the canonical form and the field.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::error::TrajectoryError;
+use crate::kit::{Batch, Locator, Observation, Plan, ToolCall};
+
+/// The parse the adapter keeps in the plan.
+#[derive(Debug, Clone)]
+pub struct Parsed {
+    pub base_state: Value,
+    /// Every event, in index order.
+    pub events: Vec<Value>,
+    /// Per batch: the indices (in `events`) of its actions and of their results.
+    pub sites: Vec<(Vec<usize>, Vec<usize>)>,
+    plan: Plan,
+}
+
+impl Parsed {
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+    /// The index of the last event of batch `n` (1-based): where a cut goes.
+    pub fn boundary_event(&self, n: usize) -> Option<usize> {
+        self.sites.get(n.checked_sub(1)?)?.1.iter().max().copied()
+    }
+}
+
+fn kind(v: &Value) -> &str {
+    v.get("kind").and_then(Value::as_str).unwrap_or("")
+}
+
+/// The stored text of an observation event's content parts.
+pub fn stored_text(event: &Value) -> String {
+    let content = event
+        .pointer("/observation/content")
+        .or_else(|| event.get("error"))
+        .or_else(|| event.get("rejection_reason"));
+    match content {
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Some(Value::String(s)) => s.clone(),
+        _ => String::new(),
+    }
+}
+
+fn observation_of(event: &Value) -> Observation {
+    let is_error = match kind(event) {
+        "ObservationEvent" => event
+            .pointer("/observation/is_error")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        _ => true,
+    };
+    Observation {
+        text: stored_text(event),
+        is_error,
+        native: Some(event.clone()),
+    }
+}
+
+/// Field `f` of an event as a string, or the error naming its line and field.
+fn string_field<'a>(
+    path: &Path,
+    line: usize,
+    ev: &'a Value,
+    f: &str,
+) -> Result<&'a str, TrajectoryError> {
+    ev.get(f)
+        .and_then(Value::as_str)
+        .ok_or_else(|| TrajectoryError::new(path, line, format!("event.{f}"), "must be a string"))
+}
+
+const RESULTS: &[&str] = &[
+    "ObservationEvent",
+    "AgentErrorEvent",
+    "UserRejectObservation",
+];
+
+pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<Parsed, TrajectoryError> {
+    let text = crate::error::utf8_text(path, bytes, "the conversation store")?;
+    let err = |line: usize, field: &str, m: String| TrajectoryError::new(path, line, field, m);
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
+    let (_, first) = lines
+        .next()
+        .ok_or_else(|| err(1, "base_state", "empty: no base_state.json".into()))?;
+    let base_state: Value =
+        serde_json::from_str(first).map_err(|e| err(1, "base_state", format!("not JSON: {e}")))?;
+    if !base_state.get("agent").is_some_and(Value::is_object) {
+        return Err(err(
+            1,
+            "base_state.agent",
+            "missing: not an OpenHands conversation store".into(),
+        ));
+    }
+    let mut events = vec![];
+    let mut line_of = vec![];
+    for (i, l) in lines {
+        let v: Value =
+            serde_json::from_str(l).map_err(|e| err(i + 1, "event", format!("not JSON: {e}")))?;
+        for f in ["id", "kind"] {
+            if !v.get(f).is_some_and(Value::is_string) {
+                return Err(err(i + 1, &format!("event.{f}"), "must be a string".into()));
+            }
+        }
+        events.push(v);
+        line_of.push(i + 1);
+    }
+    let (mut batches, mut sites, mut turns) = (vec![], vec![], 0usize);
+    let mut i = 0;
+    while i < events.len() {
+        let e = &events[i];
+        match kind(e) {
+            "MessageEvent" if e["source"] == "agent" => {
+                turns += 1;
+                i += 1;
+                continue;
+            }
+            "ActionEvent" => {}
+            _ => {
+                i += 1;
+                continue;
+            }
+        }
+        turns += 1;
+        let response = e
+            .get("llm_response_id")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let mut actions = vec![];
+        while i < events.len()
+            && kind(&events[i]) == "ActionEvent"
+            && (actions.is_empty()
+                || events[i].get("llm_response_id").and_then(Value::as_str) == response.as_deref())
+        {
+            actions.push(i);
+            i += 1;
+        }
+        let mut calls = vec![];
+        for &a in &actions {
+            let ev = &events[a];
+            let line = line_of[a];
+            let id = string_field(path, line, ev, "tool_call_id")?.to_string();
+            let tool = string_field(path, line, ev, "tool_name")?.to_string();
+            let input = match ev.pointer("/tool_call/arguments") {
+                Some(Value::String(s)) => {
+                    serde_json::from_str(s).unwrap_or(Value::String(s.clone()))
+                }
+                Some(v) => v.clone(),
+                None => ev.get("action").cloned().unwrap_or(Value::Null),
+            };
+            calls.push(ToolCall {
+                call_id: id.clone(),
+                tool,
+                input,
+                original: None,
+                locator: Locator {
+                    line,
+                    native_id: Some(id),
+                },
+            });
+        }
+        let mut results = vec![];
+        for call in calls.iter_mut() {
+            let found = events[i..]
+                .iter()
+                .position(|r| {
+                    RESULTS.contains(&kind(r))
+                        && r.get("tool_call_id").and_then(Value::as_str)
+                            == Some(call.call_id.as_str())
+                })
+                .map(|k| i + k);
+            if let Some(r) = found {
+                call.original = Some(observation_of(&events[r]));
+                results.push(r);
+            }
+        }
+        let complete = results.len() == calls.len();
+        batches.push(Batch {
+            index: batches.len() + 1,
+            model_turn: turns,
+            locator: Locator {
+                line: line_of[actions[0]],
+                native_id: response,
+            },
+            complete,
+            calls,
+        });
+        if let Some(&last) = results.iter().max() {
+            i = i.max(last + 1);
+        }
+        sites.push((actions, results));
+    }
+    let plan = Plan {
+        agent: "openhands".into(),
+        recorded_version: None,
+        session_id: base_state
+            .get("id")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        original_cwd: base_state
+            .pointer("/workspace/working_dir")
+            .and_then(Value::as_str)
+            .map(std::path::PathBuf::from),
+        batches,
+        model_turns: turns,
+        native: Default::default(),
+    };
+    Ok(Parsed {
+        base_state,
+        events,
+        sites,
+        plan,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn genuine(which: &str) -> (PathBuf, Vec<u8>) {
+        let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/openhands/genuine")
+            .join(which);
+        let b = super::super::store::read(&p).unwrap();
+        (p, b)
+    }
+
+    #[test]
+    fn batches_are_one_llm_response_and_results_pair_by_call_id() {
+        let (p, b) = genuine("native-run1");
+        let parsed = parse_bytes(&p, &b).unwrap();
+        let plan = parsed.plan();
+        let sizes: Vec<usize> = plan.batches.iter().map(|b| b.calls.len()).collect();
+        assert_eq!(sizes, [1, 1, 2, 1, 1]);
+        assert_eq!(plan.max_boundary(), 5);
+        assert_eq!(
+            plan.session_id.as_deref(),
+            Some("22b9fc3d-ce30-4d2b-8b3c-154c2bfa0130")
+        );
+        let c = &plan.batches[0].calls[0];
+        assert_eq!(
+            (c.tool.as_str(), c.input["command"].as_str()),
+            ("terminal", Some("echo hi > a.txt && ls"))
+        );
+        assert_eq!(c.original.as_ref().unwrap().text, "a.txt");
+        assert_eq!(parsed.boundary_event(3), Some(9));
+        // The resumed conversation: a user message, one more batch, a final agent message.
+        let (p, b) = genuine("native-final");
+        let plan = parse_bytes(&p, &b).unwrap().plan().clone();
+        assert_eq!(plan.batches.len(), 6);
+        assert_eq!(plan.model_turns, 7);
+    }
+
+    #[test]
+    fn damaged_lines_name_line_and_field() {
+        let (p, b) = genuine("native-run1");
+        let text = String::from_utf8(b).unwrap();
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        lines[4] = "{\"kind\": broken".into();
+        let e = parse_bytes(&p, lines.join("\n").as_bytes()).unwrap_err();
+        assert_eq!((e.line, e.field.as_str()), (5, "event"));
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        lines[3] = lines[3].replacen("\"tool_call_id\":\"", "\"tool_call_id\":7,\"was\":\"", 1);
+        let e = parse_bytes(&p, lines.join("\n").as_bytes()).unwrap_err();
+        assert_eq!((e.line, e.field.as_str()), (4, "event.tool_call_id"), "{e}");
+    }
+}
