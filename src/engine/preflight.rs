@@ -112,15 +112,21 @@ pub fn probe(req: &ReplayRequest, agent: &AgentEntry) -> Result<AgentProbe, RunE
         .then(|| recorded_version(req, agent))
         .flatten()
         .filter(|v| agent.continues(v));
-    let entry = match (&recorded, &req.agent_entrypoint) {
-        (Some(v), None) => crate::install::installed(agent, v).ok_or_else(|| {
+    // The installation of the recorded version was probed when it was found.
+    if let (Some(v), None) = (&recorded, &req.agent_entrypoint) {
+        let entry = crate::install::installed(agent, v).ok_or_else(|| {
             RunError::Configuration(format!(
                 "the trajectory was recorded by {} {v}, which is not installed: run `pvisor agents install {}@{v}`, or pass --agent-entrypoint",
                 agent.name, agent.name
             ))
-        })?,
-        _ => agent_executable(req, agent)?,
-    };
+        })?;
+        return Ok(AgentProbe {
+            entry,
+            version: v.clone(),
+            agent: *agent,
+        });
+    }
+    let entry = agent_executable(req, agent)?;
     let version = probe_version(&entry, agent)?;
     if let Some(v) = recorded.filter(|v| *v != version) {
         return Err(RunError::UnsupportedVersion(format!(

@@ -6,7 +6,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use serde_json::{json, Value};
@@ -111,11 +111,6 @@ impl Companion {
         }
         Ok(v)
     }
-
-    /// Where its stderr goes.
-    pub fn stderr_log(&self) -> &Path {
-        &self.cmd.stderr_log
-    }
 }
 
 impl Drop for Companion {
@@ -132,6 +127,7 @@ impl Drop for Companion {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn sh(script: &str, dir: &Path) -> CompanionCommand {
         CompanionCommand {

@@ -31,14 +31,6 @@ impl Format {
             .into_iter()
             .find(|f| f.name() == s)
     }
-
-    /// The versions that write this format, for messages.
-    pub fn writers(self) -> &'static str {
-        match self {
-            Format::V1 => "mini-swe-agent 1.x",
-            Format::V1_1 => "mini-swe-agent 2.x",
-        }
-    }
 }
 
 /// One proven version and what it writes.
@@ -69,12 +61,6 @@ pub const PROVEN: &[VersionRange] = &[
 /// The row of `version`, if proven.
 pub fn capability(version: &str) -> Option<&'static Capability> {
     TABLE.iter().find(|c| c.versions.contains(version))
-}
-
-/// The proven version that writes `format` and is closest to `recorded` (same major
-/// version first): the installation a session of an unproven version would need.
-pub fn installed_version_for(recorded: &str) -> Option<&'static str> {
-    capability(recorded).map(|c| c.versions.low)
 }
 
 #[cfg(test)]
