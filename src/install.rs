@@ -115,7 +115,7 @@ fn install_helpers(prefix: &Path, agent: &AgentEntry) -> Result<(), String> {
             HelperSource::PyPI => {
                 let venv = prefix.join("helpers");
                 if !venv.join("bin/python").exists() {
-                    let py = python_at_least("3.8").ok_or(
+                    let py = python_between("3.8", None).ok_or(
                         "no Python 3 found to install the agent's helpers (set PVISOR_PYTHON)",
                     )?;
                     run(
@@ -201,9 +201,10 @@ pub fn install(root: &Path, agent: &AgentEntry, version: &str) -> Result<PathBuf
             Package::PyPI {
                 package,
                 python,
+                python_below,
                 with,
                 ..
-            } => pip_install(&pfx, package, version, python, with)?,
+            } => pip_install(&pfx, package, version, (python, python_below), with)?,
         }
         // Helpers first: a fix-up may need them (Pi's entrypoint runs the helper node).
         install_helpers(&pfx, agent)?;
@@ -270,21 +271,33 @@ fn npm_install(prefix: &Path, package: &str, version: &str) -> Result<(), String
     )
 }
 
+/// The pip every agent venv uses.
+const PIP: &str = "26.3";
+
 fn pip_install(
     prefix: &Path,
     package: &str,
     version: &str,
-    python: &str,
+    (python, below): (&str, Option<&str>),
     with: &[&str],
 ) -> Result<(), String> {
     let venv = prefix.join("venv");
-    let py = python_at_least(python).ok_or_else(|| {
-        format!("{package} needs Python >= {python}; none found (set PVISOR_PYTHON to one)")
+    let py = python_between(python, below).ok_or_else(|| {
+        let below = below.map(|b| format!(" and < {b}")).unwrap_or_default();
+        format!("{package} needs Python >= {python}{below}; none found on PATH or under pyenv (set PVISOR_PYTHON to one)")
     })?;
     if !venv.join("bin/python").exists() {
         run(
             Command::new(&py).args(["-m", "venv"]).arg(&venv),
             &format!("{} -m venv {}", py.display(), venv.display()),
+        )?;
+        // The pip a venv bundles may be old enough for its resolver to give up on
+        // openhands-sdk's OpenTelemetry pins: the same pip for every install.
+        run(
+            Command::new(venv.join("bin/pip"))
+                .args(["install", "--disable-pip-version-check", "-q"])
+                .arg(format!("pip=={PIP}")),
+            &format!("pip install pip=={PIP}"),
         )?;
     }
     run(
@@ -296,18 +309,20 @@ fn pip_install(
     )
 }
 
-/// A Python interpreter of at least `min` (`3.12`): `$PVISOR_PYTHON`, else `python3.N` for
-/// N from 14 down, else `python3` on PATH, else the newest pyenv installation
-/// (`$PYENV_ROOT` or `~/.pyenv`, `versions/*/bin/python3`: a version Debian does not package).
-fn python_at_least(min: &str) -> Option<PathBuf> {
+/// A Python interpreter of at least `min` (`3.12`) and below `below` (`3.13`), if given:
+/// `$PVISOR_PYTHON`, else `python3.N` for N from 14 down, else `python3` on PATH, else the
+/// newest fitting pyenv installation (`$PYENV_ROOT` or `~/.pyenv`, `versions/*/bin/python3`:
+/// a version Debian does not package).
+fn python_between(min: &str, below: Option<&str>) -> Option<PathBuf> {
     let want = crate::kit::registry::numbers(min)?;
+    let below = below.and_then(crate::kit::registry::numbers);
     let ok = |exe: &Path| {
         Command::new(exe)
             .args(["-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
             .output()
             .ok()
             .and_then(|o| crate::kit::registry::numbers(String::from_utf8_lossy(&o.stdout).trim()))
-            .is_some_and(|v| v >= want)
+            .is_some_and(|v| v >= want && below.as_ref().is_none_or(|b| &v < b))
     };
     let mut candidates: Vec<PathBuf> = std::env::var_os("PVISOR_PYTHON")
         .map(PathBuf::from)

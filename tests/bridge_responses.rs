@@ -59,6 +59,7 @@ fn prefix(n: usize) -> Vec<Value> {
         state_dir: state.path(),
         artifact_path: &art,
         touch_workspace: true,
+        agent_entrypoint: None,
     })
     .unwrap()
     .prefix

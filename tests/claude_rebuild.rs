@@ -223,6 +223,7 @@ fn rebuild_writes_session_artifact_and_mtimes() {
         state_dir: &state,
         artifact_path: &artifact,
         touch_workspace: true,
+        agent_entrypoint: None,
     };
     let s = rebuild(&req).unwrap();
     let home = ClaudeHome::new(&state);

@@ -119,6 +119,7 @@ fn replay_every_boundary_matches_originals() {
                 state_dir: state.path(),
                 artifact_path: &art,
                 touch_workspace: true,
+                agent_entrypoint: None,
             })
             .unwrap();
         assert_eq!(r.session_id, "01a229dc-f117-7e91-85a6-a705d046a8e2");
@@ -182,6 +183,7 @@ fn prefix_equals_original_request_n_plus_1() {
                 state_dir: state.path(),
                 artifact_path: &art,
                 touch_workspace: true,
+                agent_entrypoint: None,
             })
             .unwrap();
         let input = reqs[n]["body"]["input"].as_array().unwrap();

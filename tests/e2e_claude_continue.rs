@@ -92,6 +92,7 @@ fn setup(name: &str, n: usize, edits: &[(&str, &str)]) -> Setup {
         state_dir: &state.path().join("state"),
         artifact_path: &artifact,
         touch_workspace: true,
+        agent_entrypoint: None,
     })
     .unwrap_or_else(|e| panic!("{name} N={n}: rebuild: {e}"));
     let script = Script::from_path(rec.join("script.json"))

@@ -6,7 +6,6 @@ pub mod claude_code;
 pub mod codex;
 pub mod mini_swe_agent;
 pub mod opencode;
-/// Under construction: not in [`AGENTS`] yet.
 pub mod openhands;
 pub mod pi;
 
@@ -19,6 +18,7 @@ pub const AGENTS: &[AgentEntry] = &[
     opencode::ENTRY,
     pi::ENTRY,
     mini_swe_agent::ENTRY,
+    openhands::ENTRY,
 ];
 
 /// The registry the CLI gives the engine.

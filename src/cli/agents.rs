@@ -34,14 +34,18 @@ fn package_text(a: &AgentEntry) -> String {
         Package::PyPI {
             package,
             python,
+            python_below,
             with,
             ..
-        } if !with.is_empty() => {
-            format!("PyPI {package} + {} (Python >= {python})", with.join(" "))
+        } => {
+            let below = python_below.map(|b| format!(", < {b}")).unwrap_or_default();
+            let with = if with.is_empty() {
+                String::new()
+            } else {
+                format!(" + {}", with.join(" "))
+            };
+            format!("PyPI {package}{with} (Python >= {python}{below})")
         }
-        Package::PyPI {
-            package, python, ..
-        } => format!("PyPI {package} (Python >= {python})"),
     }
 }
 

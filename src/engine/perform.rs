@@ -238,6 +238,7 @@ pub fn write_session(
         state_dir: &state_sub,
         artifact_path: &artifact,
         touch_workspace: role != SessionRole::Prepared,
+        agent_entrypoint: req.agent_entrypoint.as_deref(),
     })?;
     rec.record(Event::SessionWritten(SessionWritten {
         role,
@@ -341,6 +342,7 @@ pub fn rebuild_again(
         state_dir: &req.state_dir,
         artifact_path: &artifact,
         touch_workspace: !started,
+        agent_entrypoint: req.agent_entrypoint.as_deref(),
     })?;
     if let Some(w) = rec.state.sessions.get("reconstructed") {
         if w.digest != rebuilt.digest {

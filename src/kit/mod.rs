@@ -189,6 +189,9 @@ pub struct RebuildRequest<'a> {
     /// mtimes of the files its read state names). False for the prepared session: prepare-only
     /// and the prepare step before a replay never touch the workspace.
     pub touch_workspace: bool,
+    /// The agent executable the run was given (`--agent-entrypoint`), for adapters whose
+    /// rebuild asks the agent's own code (OpenHands renders its prefix with the SDK).
+    pub agent_entrypoint: Option<&'a Path>,
 }
 
 /// A native session written for the agent to resume.

@@ -67,6 +67,9 @@ pub enum Package {
         bin: &'static str,
         /// The lowest Python version it needs (`3.12`).
         python: &'static str,
+        /// The first Python version it does not install on, if any (`3.13`: a dependency
+        /// does not resolve there).
+        python_below: Option<&'static str>,
         /// Other requirements pinned in the same environment (`litellm==1.110.2`): the
         /// libraries that shape what the agent sends, as the fixtures were recorded with.
         with: &'static [&'static str],

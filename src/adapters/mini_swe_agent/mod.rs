@@ -49,6 +49,7 @@ pub const ENTRY: AgentEntry = AgentEntry {
             package: PACKAGE,
             bin: "mini",
             python: "3.10",
+            python_below: None,
             // What the fixtures were recorded with (mini pins neither; a newer litellm may
             // change request bodies).
             with: &["litellm==1.110.2", "openai==3.57.0"],

@@ -26,7 +26,7 @@ ops
   {"op":"exit"}
 
 Environment knobs: RUNNER_BLOCK_NET (default 1: refuse non-loopback sockets and DNS of
-non-loopback names), MSWEA_GLOBAL_CONFIG_DIR (default: a private temp dir).
+non-loopback names), MSWEA_GLOBAL_CONFIG_DIR (default: PVISOR_MINI_CONFIG_DIR, else a private temp dir).
 """
 
 import copy
@@ -76,6 +76,9 @@ def _setdefault_env(key, value, *, remove_after_import):
 _setdefault_env("LITELLM_LOCAL_MODEL_COST_MAP", "True", remove_after_import=False)  # read at litellm import
 _setdefault_env("MSWEA_SILENT_STARTUP", "1", remove_after_import=True)
 _setdefault_env("MSWEA_CONFIGURED", "true", remove_after_import=False)
+_given_cfg_dir = os.environ.pop("PVISOR_MINI_CONFIG_DIR", None)  # pvisor's: in the run's state dir
+if _given_cfg_dir and "MSWEA_GLOBAL_CONFIG_DIR" not in os.environ:
+    _setdefault_env("MSWEA_GLOBAL_CONFIG_DIR", _given_cfg_dir, remove_after_import=True)
 if "MSWEA_GLOBAL_CONFIG_DIR" not in os.environ:  # private, removed at exit: no ~/.config/mini-swe-agent, no user .env
     import atexit
     import shutil

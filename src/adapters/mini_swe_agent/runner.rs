@@ -47,8 +47,17 @@ pub fn materialize(dir: &Path) -> std::io::Result<PathBuf> {
 pub fn env(state_dir: &Path, preload: &Path, config: &Value) -> Vec<(String, String)> {
     let home = state_dir.join("mini/home");
     let _ = std::fs::create_dir_all(&home);
+    // mini's global config dir (its `.env`): private to the run, kept with its state (a
+    // temporary one made by the runner would outlive a runner that is killed); the runner
+    // sets `MSWEA_GLOBAL_CONFIG_DIR` from it and keeps it out of the commands' environment.
+    let config_dir = state_dir.join("mini/config");
+    let _ = std::fs::create_dir_all(&config_dir);
     let mut env = vec![
         ("HOME".to_string(), home.display().to_string()),
+        (
+            "PVISOR_MINI_CONFIG_DIR".to_string(),
+            config_dir.display().to_string(),
+        ),
         ("LITELLM_LOCAL_MODEL_COST_MAP".into(), "True".into()),
         ("MSWEA_CONFIGURED".into(), "true".into()),
     ];

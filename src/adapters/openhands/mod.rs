@@ -1,20 +1,70 @@
-//! OpenHands SDK adapter — UNDER CONSTRUCTION (issue 13): not in the registry yet, so no
-//! run can select it. What exists: the input side, tested on the genuine 1.34 store.
+//! OpenHands adapter (`--agent openhands`): conversations of the OpenHands SDK (1.34, the
+//! agent the current OpenHands runs), stored as `base_state.json` + `events/event-NNNNN-<id>.json`.
 //!
-//! - [`store`]: a conversation store folder (`base_state.json` + `events/event-NNNNN-<id>.json`)
-//!   read as one canonical byte form ([`crate::kit::Adapter::read_input`]): one line per file,
-//!   `base_state.json` first, then the events in index order.
-//! - [`parse`]: that form → plan; one LLM response's `ActionEvent`s (`llm_response_id`) are one
-//!   batch, each answered by the `ObservationEvent` / `AgentErrorEvent` with its `tool_call_id`.
-//!
-//! Still to build (see `NOTES.md` and the prototype `runner.py` beside this file): the tools
-//! through the runner, the cut store and Chat Completions prefix (the model-visible tool text
-//! comes from the SDK's own converter: ask the runner), the continuation with `run()`, the
-//! registry entry (openhands-sdk, openhands-tools 1.34.0 with litellm 1.84.1 and openai 2.33.0
-//! pinned, Python 3.12), fixtures recorded with the real SDK, and docs/agents/openhands.md.
+//! - [`versions`]: the capability table (SDK release → pinned libraries, tools).
+//! - [`store`]: a conversation folder read as one canonical byte form (what pvisor parses,
+//!   digests and writes as artifacts): `base_state.json`, then one line per event.
+//! - [`parse`]: that form → plan; one LLM response's `ActionEvent`s are one batch, each
+//!   answered by the result event carrying its `tool_call_id`.
+//! - [`tools`], [`runner`]: every action re-executed by OpenHands' **own** tools (terminal in
+//!   tmux, file_editor, task_tracker, think, finish) in the Python companion runner
+//!   (`runner.py`), started with the Python of the installed SDK.
+//! - [`rebuild`]: the conversation cut after batch N with the fresh observation events, status
+//!   `idle`, `leaf_event_id` at the boundary; the Chat Completions prefix is the SDK's own
+//!   rendering of that store (the runner's messages mode).
+//! - [`request_rules`], [`continuation`]: the SDK's own reload (`Conversation(…,
+//!   conversation_id=…)`) and `run()` through the Chat Completions bridge; the budget is the
+//!   SDK's `max_iteration_per_run`.
+//! - [`agent`]: the [`crate::kit::Adapter`] implementation.
 
+pub mod agent;
+pub mod continuation;
 pub mod parse;
+pub mod rebuild;
+pub mod request_rules;
+pub mod runner;
 pub mod store;
+pub mod tools;
+pub mod versions;
 
-/// The SDK version whose store format this adapter reads.
-pub const SUPPORTED_VERSION: &str = "1.34.0";
+/// The adapter's name on the command line.
+pub const NAME: &str = "openhands";
+/// The SDK version `pvisor agents install openhands` installs.
+pub const PINNED: &str = "1.34.0";
+/// The PyPI package.
+pub const PACKAGE: &str = "openhands-sdk";
+
+use crate::kit::registry::{AgentEntry, Capabilities, Install, Package, Versioning};
+
+/// The registry entry. The "entrypoint" is the Python of the SDK's virtual environment
+/// (`<venv>/bin/python`): OpenHands has no CLI of its own in this form; the runner is the
+/// program it runs.
+pub const ENTRY: AgentEntry = AgentEntry {
+    name: NAME,
+    pinned: PINNED,
+    versions: versions::PROVEN,
+    continue_versions: versions::PROVEN,
+    install: Install {
+        package: Package::PyPI {
+            package: PACKAGE,
+            bin: "python",
+            python: versions::RELEASES[0].python,
+            python_below: Some(versions::RELEASES[0].python_below),
+            with: versions::RELEASES[0].with,
+        },
+        helpers: &[],
+        post_install: None,
+    },
+    versioning: Versioning::PerSession {
+        probe: runner::probe_version,
+    },
+    command: "python3",
+    capabilities: Capabilities {
+        replay: true,
+        continue_live: true,
+        resume_live: false,
+        boundary_prompt: true,
+    },
+    docs: "docs/agents/openhands.md",
+    make: || Box::new(agent::OpenHands),
+};

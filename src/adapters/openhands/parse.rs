@@ -21,6 +21,8 @@ pub struct Parsed {
     pub base_state: Value,
     /// Every event, in index order.
     pub events: Vec<Value>,
+    /// Every event's bytes as stored (one line of the canonical form), in index order.
+    pub raw: Vec<String>,
     /// Per batch: the indices (in `events`) of its actions and of their results.
     pub sites: Vec<(Vec<usize>, Vec<usize>)>,
     plan: Plan,
@@ -29,6 +31,18 @@ pub struct Parsed {
 impl Parsed {
     pub fn plan(&self) -> &Plan {
         &self.plan
+    }
+    /// The recorded `ActionEvent` of call `call_id`.
+    pub fn action_of(&self, call_id: &str) -> Option<&Value> {
+        let (b, c) = self.plan.batches.iter().enumerate().find_map(|(b, batch)| {
+            let c = batch.calls.iter().position(|c| c.call_id == call_id)?;
+            Some((b, c))
+        })?;
+        self.events.get(*self.sites.get(b)?.0.get(c)?)
+    }
+    /// The conversation id (`base_state.id`).
+    pub fn conversation_id(&self) -> &str {
+        self.base_state["id"].as_str().unwrap_or("")
     }
     /// The index of the last event of batch `n` (1-based): where a cut goes.
     pub fn boundary_event(&self, n: usize) -> Option<usize> {
@@ -40,24 +54,77 @@ fn kind(v: &Value) -> &str {
     v.get("kind").and_then(Value::as_str).unwrap_or("")
 }
 
-/// The stored text of an observation event's content parts.
-pub fn stored_text(event: &Value) -> String {
-    let content = event
-        .pointer("/observation/content")
-        .or_else(|| event.get("error"))
-        .or_else(|| event.get("rejection_reason"));
-    match content {
+/// The header OpenHands puts before an error result's content.
+pub const ERROR_HEADER: &str = "[An error occurred during execution.]\n";
+
+fn texts(parts: Option<&Value>) -> String {
+    match parts {
         Some(Value::Array(parts)) => parts
             .iter()
             .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
+            .collect(),
         Some(Value::String(s)) => s.clone(),
         _ => String::new(),
     }
 }
 
-fn observation_of(event: &Value) -> Observation {
+/// The text the model sees for a result event, as the SDK renders it from the stored event
+/// (`to_llm_content`): the error header, the content, and for the terminal its metadata lines
+/// (prefix/suffix, working directory, Python interpreter, exit code). Only the 30,000-char
+/// truncation of very long terminal output (whose notice names a file) is not applied.
+pub fn stored_text(event: &Value) -> String {
+    match kind(event) {
+        "ObservationEvent" => {
+            let obs = &event["observation"];
+            let mut out = String::new();
+            if obs["is_error"] == true {
+                out.push_str(ERROR_HEADER);
+            }
+            let content = texts(obs.get("content"));
+            if obs["kind"] != "TerminalObservation" {
+                return out + &content;
+            }
+            let m = &obs["metadata"];
+            let s = |k: &str| m[k].as_str().unwrap_or("");
+            out.push_str(s("prefix"));
+            out.push_str(&content);
+            out.push_str(s("suffix"));
+            if !s("working_dir").is_empty() {
+                out.push_str(&format!("\n[Current working directory: {}]", s("working_dir")));
+            }
+            if !s("py_interpreter_path").is_empty() {
+                out.push_str(&format!("\n[Python interpreter: {}]", s("py_interpreter_path")));
+            }
+            match m["exit_code"].as_i64() {
+                Some(-1) => {}
+                Some(c) => out.push_str(&format!("\n[Command finished with exit code {c}]")),
+                None => {}
+            }
+            out
+        }
+        "AgentErrorEvent" => texts(event.get("error")),
+        "UserRejectObservation" => texts(event.get("rejection_reason")),
+        _ => texts(event.pointer("/observation/content")),
+    }
+}
+
+/// The observation text with the declared dynamic fact masked: the Python interpreter the
+/// sandbox's `PATH` finds (a fact of the machine, not of the run).
+pub fn mask_dynamic(text: &str) -> String {
+    text.split('\n')
+        .map(|l| {
+            if l.starts_with("[Python interpreter: ") && l.ends_with(']') {
+                "[Python interpreter: <sandbox python>]"
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The observation of a result event (recorded, or fresh from the runner).
+pub fn observation_of(event: &Value) -> Observation {
     let is_error = match kind(event) {
         "ObservationEvent" => event
             .pointer("/observation/is_error")
@@ -82,6 +149,13 @@ fn string_field<'a>(
     ev.get(f)
         .and_then(Value::as_str)
         .ok_or_else(|| TrajectoryError::new(path, line, format!("event.{f}"), "must be a string"))
+}
+
+/// The folder name of conversation `id` (its UUID as 32 hex digits, as the SDK names it).
+pub fn conversation_hex(id: &str) -> Option<String> {
+    let hex: String = id.chars().filter(|c| *c != '-').collect();
+    (hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()) && id.len() <= 36)
+        .then(|| hex.to_ascii_lowercase())
 }
 
 const RESULTS: &[&str] = &[
@@ -109,7 +183,19 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<Parsed, TrajectoryError>
             "missing: not an OpenHands conversation store".into(),
         ));
     }
+    let id_ok = base_state
+        .get("id")
+        .and_then(Value::as_str)
+        .is_some_and(|id| conversation_hex(id).is_some());
+    if !id_ok {
+        return Err(err(
+            1,
+            "base_state.id",
+            "must be the conversation's UUID".into(),
+        ));
+    }
     let mut events = vec![];
+    let mut raw = vec![];
     let mut line_of = vec![];
     for (i, l) in lines {
         let v: Value =
@@ -120,6 +206,7 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<Parsed, TrajectoryError>
             }
         }
         events.push(v);
+        raw.push(l.to_string());
         line_of.push(i + 1);
     }
     let (mut batches, mut sites, mut turns) = (vec![], vec![], 0usize);
@@ -225,6 +312,7 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<Parsed, TrajectoryError>
     Ok(Parsed {
         base_state,
         events,
+        raw,
         sites,
         plan,
     })
@@ -260,7 +348,14 @@ mod tests {
             (c.tool.as_str(), c.input["command"].as_str()),
             ("terminal", Some("echo hi > a.txt && ls"))
         );
-        assert_eq!(c.original.as_ref().unwrap().text, "a.txt");
+        assert_eq!(
+            c.original.as_ref().unwrap().text,
+            "a.txt\n[The command completed with exit code 0.]\n[Current working directory: /tmp/realagent-openhands.5Ibe9q/work]\n[Python interpreter: /tmp/oh-venv/bin/python]\n[Command finished with exit code 0]"
+        );
+        assert_eq!(
+            mask_dynamic(&c.original.as_ref().unwrap().text),
+            "a.txt\n[The command completed with exit code 0.]\n[Current working directory: /tmp/realagent-openhands.5Ibe9q/work]\n[Python interpreter: <sandbox python>]\n[Command finished with exit code 0]"
+        );
         assert_eq!(parsed.boundary_event(3), Some(9));
         // The resumed conversation: a user message, one more batch, a final agent message.
         let (p, b) = genuine("native-final");

@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""pvisor companion runner for the OpenHands SDK (tested: openhands-sdk / openhands-tools 1.34.0,
-Python 3.12). Prototype; see NOTES.md beside this file.
+"""pvisor companion runner for the OpenHands SDK (openhands-sdk / openhands-tools 1.34.0,
+Python 3.12). pvisor writes it into the run's state dir and starts it with the Python of the
+venv `pvisor agents install openhands` made (or `--agent-entrypoint`); see
+docs/agents/openhands.md.
 
 Run it with the Python of the venv where openhands-sdk and openhands-tools are installed:
 
     <venv>/bin/python runner.py                                   # tools mode (JSON lines)
     PVISOR_OPENHANDS_RUNNER='{"mode":"continue",...}' <venv>/bin/python runner.py
-    PVISOR_OPENHANDS_RUNNER='{"mode":"version"}' <venv>/bin/python runner.py
+    PVISOR_OPENHANDS_RUNNER='{"mode":"messages",...}' <venv>/bin/python runner.py
+  PVISOR_OPENHANDS_RUNNER='{"mode":"version"}' <venv>/bin/python runner.py
 
 TOOLS MODE. One JSON object per line on stdin, one JSON answer per line on stdout. Every answer
 echoes the request's "id" (if any) and has "ok": true|false ("error", "traceback" on failure).
@@ -21,6 +24,7 @@ Everything the SDK prints (banner, rich logs, visualizer) goes to stderr.
       -> {"tools":[names],"agent_kind","conversation_id","conversation_dir","cwd",
           "terminal_backend","tmux_socket","tmux_session","overrides"}
   {"op":"execute","action_event":{ActionEvent JSON as persisted} | "action_event_path":PATH,
+   "event_id":"<event id>" (optional: the id of the first returned event, e.g. the recorded one's),
    "parent_id":"<event id>" (optional: stamped on the first returned event, then chained)}
       -> {"events":[persisted event JSON objects, exactly as EventLog writes them],
           "events_json":[the same as the exact strings EventLog would write],
@@ -49,6 +53,12 @@ CONTINUE MODE. Configured by the JSON env var PVISOR_OPENHANDS_RUNNER:
   default "pvisor"). It is never written to the store (SecretStr is serialized redacted).
   The last stdout line is {"type":"pvisor_end", ...} (see continue_mode()).
 
+MESSAGES MODE. {"mode":"messages","persistenceDir","conversationId","cwd"}: loads a copy of
+the stored conversation exactly as continue mode does (so the store itself is never
+rewritten) and prints {"type":"pvisor_messages","messages":[...]}: the Chat Completions
+messages the agent's next request will carry (the SDK's own View -> events_to_messages ->
+format_messages_for_llm), i.e. the prefix the bridge checks.
+
 Environment knobs: RUNNER_BLOCK_NET (default 1: refuse non-loopback sockets and DNS of
 non-loopback names).
 """
@@ -69,6 +79,19 @@ os.dup2(_devnull, 0)
 os.dup2(2, 1)  # anything printed to stdout (banner, rich console, visualizer) lands on stderr
 sys.stdin = open(os.devnull)
 sys.stdout = os.fdopen(os.dup(2), "w", encoding="utf-8", errors="replace")
+
+# --- 1b. a clock shifted by libfaketime (a continuation "on another day") breaks Python's
+# sleeps: time.sleep waits for an absolute CLOCK_MONOTONIC deadline, which libfaketime shifts
+# like the wall clock. Under libfaketime sleeps become relative waits; nothing else changes.
+if "faketime" in os.environ.get("LD_PRELOAD", ""):
+    import select as _select
+    import time as _time_module
+
+    def _relative_sleep(secs):
+        if secs > 0:
+            _select.select([], [], [], secs)
+
+    _time_module.sleep = _relative_sleep
 
 # --- 2. environment defaults, read at import time -------------------------------------------
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # else litellm fetches a price list
@@ -363,10 +386,18 @@ class Runner:
                 [ae], lambda a: agent._execute_action_event(conv, a), agent.tools_map, None
             )[0]
         parent = req.get("parent_id")
+        event_id = req.get("event_id")
         out = []
         for ev in results:
+            update = {}
+            if event_id is not None:
+                update["id"] = event_id  # the recorded result's place in the event tree
+                event_id = None
             if parent is not None:
-                ev = ev.model_copy(update={"parent_id": parent})
+                update["parent_id"] = parent
+            if update:
+                ev = ev.model_copy(update=update)
+            if parent is not None:
                 parent = ev.id
             out.append(ev)
         first = out[0]
@@ -524,11 +555,50 @@ def continue_mode(cfg):
     return 0
 
 
+def messages_mode(cfg):
+    import shutil
+    import tempfile
+
+    from openhands.sdk.agent.utils import prepare_llm_messages
+
+    ans = {"type": "pvisor_messages", "ok": False}
+    conv = None
+    tmp = tempfile.mkdtemp(prefix="pvisor-oh-messages-")
+    try:
+        conv_id = uuid.UUID(str(cfg["conversationId"]))
+        src = Path(os.path.abspath(cfg["persistenceDir"])) / conv_id.hex
+        shutil.copytree(src, Path(tmp) / conv_id.hex)
+        base = json.loads((src / "base_state.json").read_text(encoding="utf-8"))
+        agent, _ = _build_agent(base["agent"], base_url="http://127.0.0.1:9/v1", api_key=_API_KEY)
+        cwd = cfg.get("cwd") or base["workspace"]["working_dir"]
+        conv = Conversation(agent=agent, workspace=cwd, persistence_dir=tmp, conversation_id=conv_id,
+                            visualizer=None)
+        msgs = prepare_llm_messages(conv.state.view, condenser=None)
+        ans = {"type": "pvisor_messages", "ok": True,
+               "messages": conv.agent.llm.format_messages_for_llm(msgs),
+               "net_violations": list(NET_VIOLATIONS)}
+    except Exception as e:
+        ans = {"type": "pvisor_messages", "ok": False, "error": f"{type(e).__name__}: {e}",
+               "traceback": traceback.format_exc()}
+    finally:
+        if conv is not None:
+            try:
+                conv.close()
+            except Exception:
+                traceback.print_exc()
+        shutil.rmtree(tmp, ignore_errors=True)
+    PROTO_OUT.write(json.dumps(ans, ensure_ascii=False) + "\n")
+    PROTO_OUT.flush()
+    return 0
+
+
 def main():
     cfg = json.loads(_CONFIG_TEXT) if _CONFIG_TEXT else {}
     try:
         if cfg.get("mode") == "continue":
             return continue_mode(cfg)
+        if cfg.get("mode") == "messages":
+            return messages_mode(cfg)
         return tools_main()
     finally:
         try:
