@@ -33,6 +33,8 @@ mod mini;
 mod ns;
 #[path = "support/opencode.rs"]
 mod opencode;
+#[path = "support/openhands.rs"]
+mod openhands;
 #[path = "support/pi.rs"]
 mod pi;
 
@@ -46,6 +48,8 @@ mod kit;
 mod mini_swe_agent;
 #[path = "conformance/opencode_cli.rs"]
 mod opencode_cli;
+#[path = "conformance/openhands.rs"]
+mod openhands_sdk;
 #[path = "conformance/pi_cli.rs"]
 mod pi_cli;
 
@@ -61,6 +65,7 @@ const ADAPTERS: &[(&str, Fixtures)] = &[
     ("opencode", opencode_cli::fixtures),
     ("pi-agent", pi_cli::fixtures),
     ("mini-swe-agent", mini_swe_agent::fixtures),
+    ("openhands", openhands_sdk::fixtures),
 ];
 
 /// Every adapter's fixtures (`PVISOR_CONFORMANCE_AGENT=<name>` keeps one adapter's, for
@@ -103,10 +108,10 @@ fn parse_and_rebuild_keep_untouched_records_byte_identical() {
         let case = f.case();
         let r = f.replay(&case, "rt", n, None, &["--prepare-only".into()]);
         let r = r.ok(&f.name).clone();
-        let source = std::fs::read_to_string(&f.trajectory).unwrap();
+        let source = f.input_text();
         let lines: std::collections::HashSet<&str> = source.lines().collect();
         let prepared = std::fs::read_to_string(prepared_artifact(&r)).unwrap();
-        for (i, l) in prepared.lines().enumerate() {
+        for (i, l) in prepared.lines().enumerate().filter(|(_, l)| !(f.rewritten)(l)) {
             assert!(
                 lines.contains(l),
                 "{} N={n}: prepared record {} is not a byte-identical record of the source: {}",
@@ -204,13 +209,11 @@ fn continue_and_check(
 ) -> Value {
     let plan = f.plan();
     let entry = case.wrap(&(f.entrypoint)());
-    let r = f.replay(
-        case,
-        id,
-        n,
-        trajectory,
-        &f.continue_args(&plan, n, 2, &entry),
-    );
+    let mut args = f.continue_args(&plan, n, 2, &entry);
+    if let Some((_, p)) = f.prompts.iter().find(|(b, _)| *b == n) {
+        args.extend(["--boundary-user-prompt".to_string(), p.clone()]);
+    }
+    let r = f.replay(case, id, n, trajectory, &args);
     let label = format!("{} N={n} {id}", f.name);
     let r = r.ok(&label).clone();
     assert_eq!(r["phase"], "continued", "{label}");
@@ -286,7 +289,7 @@ fn drift_matrix_another_day_zone_and_host() {
         for (label, edit) in &f.host_fact_edits {
             let case = f.case();
             let edited = case.root.path().join("edited-trajectory");
-            let text = std::fs::read_to_string(&f.trajectory).unwrap();
+            let text = f.input_text();
             let changed = edit(&text);
             assert_ne!(
                 changed, text,
@@ -412,7 +415,7 @@ fn kill_subset_resumes_to_the_same_result() {
 #[test]
 fn a_damaged_record_is_a_trajectory_error_naming_its_line() {
     for f in fixtures() {
-        let text = std::fs::read_to_string(&f.trajectory).unwrap();
+        let text = f.input_text();
         let mut lines: Vec<&str> = text.lines().collect();
         lines[2] = "{\"type\": broken";
         let case = f.case();
@@ -430,7 +433,7 @@ fn a_damaged_record_is_a_trajectory_error_naming_its_line() {
 fn a_field_of_the_wrong_type_is_a_trajectory_error_naming_line_and_field() {
     for f in fixtures() {
         let (edit, field) = f.field_damage;
-        let text = std::fs::read_to_string(&f.trajectory).unwrap();
+        let text = f.input_text();
         let damaged = edit(&text);
         assert_ne!(damaged, text, "{}: the damage edit matched nothing", f.name);
         let line = text

@@ -65,6 +65,8 @@ pub fn fixtures() -> Vec<Fixture> {
             host_fact_edits: vec![("kernel 9.9.9-drift", edited_kernel)],
             goes_on: crate::kit::calls_tools,
             field_damage: (string_input, ".input"),
+            rewritten: crate::kit::rewrites_nothing,
+            prompts: vec![],
         }
     })
     .collect()

@@ -53,6 +53,8 @@ pub fn fixtures() -> Vec<Fixture> {
         )],
         goes_on: crate::kit::calls_tools,
         field_damage: (numeric_arguments, "payload.arguments"),
+        rewritten: crate::kit::rewrites_nothing,
+        prompts: vec![],
     }];
     // Every recording under tests/fixtures/codex/recorded/ is a fixture.
     for name in codex::recorded_names() {
@@ -75,6 +77,8 @@ pub fn fixtures() -> Vec<Fixture> {
             host_fact_edits: vec![],
             goes_on: crate::kit::calls_tools,
             field_damage: (numeric_arguments, "payload.arguments"),
+            rewritten: crate::kit::rewrites_nothing,
+            prompts: vec![],
         });
     }
     v

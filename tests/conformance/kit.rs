@@ -42,6 +42,18 @@ pub struct Fixture {
     /// A well-formed record with one field of the wrong type: `(edit of the trajectory
     /// text, the field path the error must name)`.
     pub field_damage: (TextEdit, &'static str),
+    /// Records of the native input that rebuild rewrites by design (OpenHands'
+    /// `base_state.json`: status and head pointer), left out of the byte-identity check.
+    pub rewritten: fn(&str) -> bool,
+    /// Boundaries where the recording's user went on with a new prompt (a conversation that
+    /// ended and was resumed): the continuation there is given that prompt, and request 1
+    /// must equal the original resume request.
+    pub prompts: Vec<(usize, String)>,
+}
+
+/// No record is rewritten by rebuild.
+pub fn rewrites_nothing(_: &str) -> bool {
+    false
 }
 
 impl Fixture {
@@ -51,8 +63,24 @@ impl Fixture {
             .expect("registered")
             .make)();
         adapter
-            .parse(&self.trajectory, &std::fs::read(&self.trajectory).unwrap())
+            .parse(&self.trajectory, &self.input())
             .unwrap_or_else(|e| panic!("{}: {e}", self.name))
+    }
+
+    /// The bytes the adapter parses (a folder input in its canonical byte form).
+    pub fn input(&self) -> Vec<u8> {
+        let adapter = (pvisor::adapters::registry()
+            .get(self.agent)
+            .expect("registered")
+            .make)();
+        adapter
+            .read_input(&self.trajectory)
+            .unwrap_or_else(|e| panic!("{}: {e}", self.name))
+    }
+
+    /// The input as text.
+    pub fn input_text(&self) -> String {
+        String::from_utf8(self.input()).unwrap()
     }
 
     /// A replay case at the recording's path.

@@ -48,6 +48,8 @@ pub fn fixtures() -> Vec<Fixture> {
             host_fact_edits: vec![],
             goes_on: mini::goes_on,
             field_damage: (numeric_role, ".role"),
+            rewritten: crate::kit::rewrites_nothing,
+            prompts: vec![],
         });
     }
     for name in mini::recorded_names() {
@@ -66,6 +68,8 @@ pub fn fixtures() -> Vec<Fixture> {
             host_fact_edits: vec![],
             goes_on: mini::goes_on,
             field_damage: (numeric_role, ".role"),
+            rewritten: crate::kit::rewrites_nothing,
+            prompts: vec![],
         });
     }
     v

@@ -44,6 +44,8 @@ pub fn fixtures() -> Vec<Fixture> {
         host_fact_edits: vec![],
         goes_on: crate::kit::calls_tools,
         field_damage: (numeric_call_id, ".callID"),
+        rewritten: crate::kit::rewrites_nothing,
+        prompts: vec![],
     }];
     for name in opencode::recorded_names() {
         let dir = opencode::recorded_dir().join(&name);
@@ -60,6 +62,8 @@ pub fn fixtures() -> Vec<Fixture> {
             host_fact_edits: vec![],
             goes_on: crate::kit::calls_tools,
             field_damage: (numeric_call_id, ".callID"),
+            rewritten: crate::kit::rewrites_nothing,
+            prompts: vec![],
         });
     }
     v

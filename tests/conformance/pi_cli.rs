@@ -37,6 +37,8 @@ pub fn fixtures() -> Vec<Fixture> {
         host_fact_edits: vec![],
         goes_on: crate::kit::calls_tools,
         field_damage: (numeric_arguments, ".arguments"),
+        rewritten: crate::kit::rewrites_nothing,
+        prompts: vec![],
     }];
     for name in pi::recorded_names() {
         let dir = pi::recorded_dir().join(&name);
@@ -53,6 +55,8 @@ pub fn fixtures() -> Vec<Fixture> {
             host_fact_edits: vec![],
             goes_on: crate::kit::calls_tools,
             field_damage: (numeric_arguments, ".arguments"),
+            rewritten: crate::kit::rewrites_nothing,
+            prompts: vec![],
         });
     }
     v

@@ -108,17 +108,12 @@ pub fn stored_text(event: &Value) -> String {
     }
 }
 
-/// The observation text with the declared dynamic fact masked: the Python interpreter the
-/// sandbox's `PATH` finds (a fact of the machine, not of the run).
+/// The observation text with the declared dynamic fact left out: the `[Python interpreter:
+/// …]` line, which names the interpreter the sandbox's `PATH` finds (or is absent when it finds
+/// none): a fact of the machine, not of the run.
 pub fn mask_dynamic(text: &str) -> String {
     text.split('\n')
-        .map(|l| {
-            if l.starts_with("[Python interpreter: ") && l.ends_with(']') {
-                "[Python interpreter: <sandbox python>]"
-            } else {
-                l
-            }
-        })
+        .filter(|l| !(l.starts_with("[Python interpreter: ") && l.ends_with(']')))
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -354,7 +349,7 @@ mod tests {
         );
         assert_eq!(
             mask_dynamic(&c.original.as_ref().unwrap().text),
-            "a.txt\n[The command completed with exit code 0.]\n[Current working directory: /tmp/realagent-openhands.5Ibe9q/work]\n[Python interpreter: <sandbox python>]\n[Command finished with exit code 0]"
+            "a.txt\n[The command completed with exit code 0.]\n[Current working directory: /tmp/realagent-openhands.5Ibe9q/work]\n[Command finished with exit code 0]"
         );
         assert_eq!(parsed.boundary_event(3), Some(9));
         // The resumed conversation: a user message, one more batch, a final agent message.
