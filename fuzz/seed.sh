@@ -18,3 +18,12 @@ seed parse_codex "$F"/codex/**/rollout*.jsonl
 seed parse_opencode "$F"/opencode/**/export.json "$F"/opencode/**/stdout*.jsonl
 seed parse_pi "$F"/pi/**/session*.jsonl "$F"/pi/**/stdout*.jsonl
 seed parse_mini_swe_agent "$F"/mini-swe-agent/**/mini.traj.json
+# OpenHands conversation folders in their canonical form (base_state.json, then the events in
+# index order, one per line: what `Adapter::read_input` returns).
+mkdir -p "$ROOT/fuzz/corpus/parse_openhands"
+for b in "$F"/openhands/**/base_state.json; do
+    d="$(dirname "$b")"
+    out="$ROOT/fuzz/corpus/parse_openhands/$(echo "$d" | sed "s|$F/||; s|/|_|g").jsonl"
+    { cat "$b"; echo; for e in $(ls "$d/events" | grep '^event-' | sort); do cat "$d/events/$e"; echo; done; } > "$out"
+done
+echo "parse_openhands: $(ls "$ROOT/fuzz/corpus/parse_openhands" | wc -l) seeds"

@@ -38,12 +38,18 @@ echo "== building the workspace and its tests ==" >&2
 cargo test --workspace --no-run -q "$@" >&2
 
 echo "== installing pinned agent CLIs (cached in .cache/agents) ==" >&2
-PVISOR_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/debug/pvisor" scripts/install-agents.sh claude-code codex opencode pi-agent mini-swe-agent mini-swe-agent@1.17.5 >&2
+PVISOR_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/debug/pvisor" scripts/install-agents.sh claude-code codex opencode pi-agent mini-swe-agent mini-swe-agent@1.17.5 openhands >&2
 
 if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
     echo "== installing chromium (the audit HTML test renders the report in it) ==" >&2
     command -v apt-get >/dev/null || { echo "scripts/test.sh: chromium is required (apt-get not found)" >&2; exit 1; }
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >&2
+fi
+
+if ! command -v tmux >/dev/null; then
+    echo "== installing tmux (OpenHands' terminal tool runs its shell in tmux) ==" >&2
+    command -v apt-get >/dev/null || { echo "scripts/test.sh: tmux is required (apt-get not found)" >&2; exit 1; }
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >&2
 fi
 
 if [ ! -f /usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1 ]; then

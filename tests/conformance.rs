@@ -111,7 +111,11 @@ fn parse_and_rebuild_keep_untouched_records_byte_identical() {
         let source = f.input_text();
         let lines: std::collections::HashSet<&str> = source.lines().collect();
         let prepared = std::fs::read_to_string(prepared_artifact(&r)).unwrap();
-        for (i, l) in prepared.lines().enumerate().filter(|(_, l)| !(f.rewritten)(l)) {
+        for (i, l) in prepared
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !(f.rewritten)(l))
+        {
             assert!(
                 lines.contains(l),
                 "{} N={n}: prepared record {} is not a byte-identical record of the source: {}",

@@ -34,7 +34,10 @@ fn recordings_are_complete() {
             fixed_work(&name).to_string_lossy().as_ref(),
             "{name}"
         );
-        assert_eq!(meta["script_exhausted"], false, "{name}: the script ran out");
+        assert_eq!(
+            meta["script_exhausted"], false,
+            "{name}: the script ran out"
+        );
         assert_eq!(meta["run1_status"], "finished", "{name}");
         assert_eq!(meta["resume_status"], "finished", "{name}");
         let p = dir.join("native-run1");
@@ -49,16 +52,33 @@ fn recordings_are_complete() {
             .filter_map(|c| c.original.as_ref().map(|o| o.text.clone()))
             .collect::<Vec<_>>()
             .join("\n");
-        assert!(plan.batches.iter().any(|b| b.calls.len() >= 3), "{name}: parallel calls");
-        assert!(all.contains("[Command finished with exit code 2]"), "{name}: a failing command");
         assert!(
-            calls.iter().any(|c| c.original.as_ref().is_some_and(|o| o.is_error)),
+            plan.batches.iter().any(|b| b.calls.len() >= 3),
+            "{name}: parallel calls"
+        );
+        assert!(
+            all.contains("[Command finished with exit code 2]"),
+            "{name}: a failing command"
+        );
+        assert!(
+            calls
+                .iter()
+                .any(|c| c.original.as_ref().is_some_and(|o| o.is_error)),
             "{name}: an error result"
         );
-        assert!(all.contains("мир") && all.contains("日本"), "{name}: unicode");
-        assert!(all.contains("bär"), "{name}: the shell keeps exported variables");
+        assert!(
+            all.contains("мир") && all.contains("日本"),
+            "{name}: unicode"
+        );
+        assert!(
+            all.contains("bär"),
+            "{name}: the shell keeps exported variables"
+        );
         for tool in ["terminal", "file_editor", "task_tracker", "think", "finish"] {
-            assert!(calls.iter().any(|c| c.tool == tool), "{name}: no {tool} call");
+            assert!(
+                calls.iter().any(|c| c.tool == tool),
+                "{name}: no {tool} call"
+            );
         }
     }
 }

@@ -44,6 +44,18 @@ fn sessions(agent: &str) -> Vec<PathBuf> {
             (n.starts_with("session") || n.starts_with("stdout")) && n.ends_with(".jsonl")
         }),
         "mini-swe-agent" => ("mini-swe-agent", |n| n.ends_with(".traj.json")),
+        // Conversation folders, read through the adapter (`Adapter::read_input`).
+        "openhands" => {
+            let mut all = vec![];
+            walk(&fixtures().join("openhands"), &mut all);
+            let mut convs: Vec<PathBuf> = all
+                .iter()
+                .filter(|p| p.file_name().is_some_and(|n| n == "base_state.json"))
+                .filter_map(|p| p.parent().map(Path::to_path_buf))
+                .collect();
+            convs.sort();
+            return convs;
+        }
         other => panic!("no fixtures are known for `{other}`: add them here and a fuzz target"),
     };
     let mut all = vec![];
@@ -91,7 +103,7 @@ fn mutated_sessions_of_every_adapter_never_panic() {
         assert!(!files.is_empty(), "{}: no committed session", entry.name);
         let (mut cases, mut refused) = (0, 0);
         for path in files {
-            let bytes = std::fs::read(&path).unwrap();
+            let bytes = adapter.read_input(&path).unwrap();
             for m in mutations(&bytes, 40) {
                 cases += 1;
                 match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

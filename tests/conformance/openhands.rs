@@ -9,7 +9,11 @@ use crate::openhands;
 
 /// The first `tool_call_id` of an action turned into a number (the JSON stays well formed).
 fn numeric_call_id(text: &str) -> String {
-    text.replacen(r#""tool_call_id":"call"#, r#""tool_call_id":7,"was":"call"#, 1)
+    text.replacen(
+        r#""tool_call_id":"call"#,
+        r#""tool_call_id":7,"was":"call"#,
+        1,
+    )
 }
 
 /// `base_state.json`, the first line of the canonical form: rebuilt with status `idle`, the

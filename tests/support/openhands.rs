@@ -168,10 +168,9 @@ pub async fn record(name: &str) {
     run1["prompt"] = task["prompt"].clone();
     let first = drive(&entry, &home, run1).await;
     let conv = conversation_in(&persist);
-    for (from, to) in [(&conv, dir.join("native-run1"))] {
-        let _ = std::fs::remove_dir_all(&to);
-        copy_dir(from, &to.join(from.file_name().unwrap()));
-    }
+    let run1 = dir.join("native-run1");
+    let _ = std::fs::remove_dir_all(&run1);
+    copy_dir(&conv, &run1.join(conv.file_name().unwrap()));
     let mut resume = base.clone();
     resume["prompt"] = task["resume_prompt"].clone();
     resume["conversation_id"] = first["conversation_id"].clone();
@@ -204,5 +203,8 @@ pub async fn record(name: &str) {
         serde_json::to_string_pretty(&meta).unwrap() + "\n",
     )
     .unwrap();
-    eprintln!("recorded {name} with OpenHands: {} requests", requests.len());
+    eprintln!(
+        "recorded {name} with OpenHands: {} requests",
+        requests.len()
+    );
 }

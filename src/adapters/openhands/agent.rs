@@ -92,7 +92,10 @@ impl Adapter for OpenHands {
                 versions::BUILTIN_TOOLS.join(", ")
             )));
         }
-        if agent.get("mcp_config").is_some_and(|m| !m.is_null() && m != &Value::Object(Default::default())) {
+        if agent
+            .get("mcp_config")
+            .is_some_and(|m| !m.is_null() && m != &Value::Object(Default::default()))
+        {
             return Err(AdapterError::Unsupported(
                 "the conversation's agent uses MCP servers, which pvisor does not replay".into(),
             ));

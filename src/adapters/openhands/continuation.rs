@@ -98,6 +98,7 @@ impl ContinuationAgent for OpenHandsContinuation {
     ) -> Result<AgentCommand, AdapterError> {
         let dir = super::runner::home_of(&self.state_dir);
         let script = super::runner::materialize(&dir).map_err(io(&dir))?;
+        super::runner::kill_tmux(&self.state_dir);
         let persist = self
             .conversation_dir
             .parent()

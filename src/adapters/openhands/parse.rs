@@ -34,10 +34,15 @@ impl Parsed {
     }
     /// The recorded `ActionEvent` of call `call_id`.
     pub fn action_of(&self, call_id: &str) -> Option<&Value> {
-        let (b, c) = self.plan.batches.iter().enumerate().find_map(|(b, batch)| {
-            let c = batch.calls.iter().position(|c| c.call_id == call_id)?;
-            Some((b, c))
-        })?;
+        let (b, c) = self
+            .plan
+            .batches
+            .iter()
+            .enumerate()
+            .find_map(|(b, batch)| {
+                let c = batch.calls.iter().position(|c| c.call_id == call_id)?;
+                Some((b, c))
+            })?;
         self.events.get(*self.sites.get(b)?.0.get(c)?)
     }
     /// The conversation id (`base_state.id`).
@@ -90,10 +95,16 @@ pub fn stored_text(event: &Value) -> String {
             out.push_str(&content);
             out.push_str(s("suffix"));
             if !s("working_dir").is_empty() {
-                out.push_str(&format!("\n[Current working directory: {}]", s("working_dir")));
+                out.push_str(&format!(
+                    "\n[Current working directory: {}]",
+                    s("working_dir")
+                ));
             }
             if !s("py_interpreter_path").is_empty() {
-                out.push_str(&format!("\n[Python interpreter: {}]", s("py_interpreter_path")));
+                out.push_str(&format!(
+                    "\n[Python interpreter: {}]",
+                    s("py_interpreter_path")
+                ));
             }
             match m["exit_code"].as_i64() {
                 Some(-1) => {}

@@ -111,11 +111,10 @@ fn cut_stats(stats: &mut Value, calls: usize) {
 
 /// The cut of `req` with its observations, for a store in `conv_dir`.
 pub fn cut(req: &RebuildRequest, conv_dir: &Path) -> Result<Cut, AdapterError> {
-    let parsed = req
-        .plan
-        .native
-        .get::<Parsed>()
-        .ok_or_else(|| AdapterError::Unsupported("the plan carries no OpenHands store".into()))?;
+    let parsed =
+        req.plan.native.get::<Parsed>().ok_or_else(|| {
+            AdapterError::Unsupported("the plan carries no OpenHands store".into())
+        })?;
     let n = req.after_step;
     let end = kept(parsed, n);
     // Result event index → the call it answers (batches 1..=n).
@@ -166,7 +165,10 @@ pub fn cut(req: &RebuildRequest, conv_dir: &Path) -> Result<Cut, AdapterError> {
         o.insert("persistence_dir".into(), json!(conv_dir));
         let chained = parsed.events.iter().any(|e| e.get("parent_id").is_some());
         if o.contains_key("leaf_event_id") || chained {
-            let leaf = events.last().map(|(id, _)| json!(id)).unwrap_or(Value::Null);
+            let leaf = events
+                .last()
+                .map(|(id, _)| json!(id))
+                .unwrap_or(Value::Null);
             o.insert("leaf_event_id".into(), leaf);
             if o.contains_key("head_is_empty") {
                 o.insert("head_is_empty".into(), json!(events.is_empty()));
@@ -204,7 +206,8 @@ pub fn prefix_of(
     conv_dir: &Path,
     conversation_id: &str,
 ) -> Result<Vec<Value>, AdapterError> {
-    let entry = super::runner::entrypoint_for(req.agent_entrypoint).map_err(AdapterError::Unsupported)?;
+    let entry =
+        super::runner::entrypoint_for(req.agent_entrypoint).map_err(AdapterError::Unsupported)?;
     let persist = conv_dir.parent().unwrap_or(conv_dir);
     let answer = super::runner::one_shot(
         &entry,
@@ -232,7 +235,10 @@ fn session(
         artifact_path: req.artifact_path.to_path_buf(),
         digest: format!("blake3:{}", blake3::hash(&bundle).to_hex()),
         records: 1 + cut.events.len() as u64,
-        session_id: cut.base_state["id"].as_str().unwrap_or_default().to_string(),
+        session_id: cut.base_state["id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
         prefix,
     })
 }

@@ -7,7 +7,7 @@
 
 use serde_json::{json, Value};
 
-use crate::kit::{RequestRules, Removed, RuleRefusal};
+use crate::kit::{Removed, RequestRules, RuleRefusal};
 use crate::protocol::Protocol;
 
 /// OpenHands' rules.

@@ -63,6 +63,8 @@ impl Runner {
         terminal_cwd: Option<String>,
     ) -> Result<Runner, String> {
         let entrypoint = super::runner::entrypoint_for(ctx.agent_entrypoint.as_deref())?;
+        // A Python without the SDK is named as such (quick: no SDK import).
+        super::runner::probe_version(&entrypoint)?;
         let actions = parsed
             .plan()
             .batches
@@ -86,10 +88,12 @@ impl Runner {
     fn start(&mut self) -> Result<&mut Companion, String> {
         if self.process.is_none() {
             let dir = super::runner::home_of(&self.ctx.state_dir);
-            let script = super::runner::materialize(&dir)
-                .map_err(|e| format!("{}: {e}", dir.display()))?;
+            let script =
+                super::runner::materialize(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
             std::fs::create_dir_all(&self.conversation_dir)
                 .map_err(|e| format!("{}: {e}", self.conversation_dir.display()))?;
+            // A tmux server left by a killed process of this run ends first.
+            super::runner::kill_tmux(&self.ctx.state_dir);
             let mut c = Companion::start(CompanionCommand {
                 program: self.entrypoint.clone(),
                 args: vec![script.display().to_string()],
@@ -151,14 +155,14 @@ impl Drop for Runner {
 
 impl crate::kit::ToolRunner for Runner {
     fn execute(&mut self, call: &ToolCall) -> Result<ToolOutcome, ExecError> {
-        let action = self
-            .actions
-            .get(&call.call_id)
-            .cloned()
-            .ok_or_else(|| ExecError::BadInput {
-                tool: call.tool.clone(),
-                message: "no recorded ActionEvent for this call".into(),
-            })?;
+        let action =
+            self.actions
+                .get(&call.call_id)
+                .cloned()
+                .ok_or_else(|| ExecError::BadInput {
+                    tool: call.tool.clone(),
+                    message: "no recorded ActionEvent for this call".into(),
+                })?;
         let started = std::time::Instant::now();
         let fail = |m: String| ExecError::Io {
             tool: call.tool.clone(),
@@ -208,10 +212,7 @@ pub fn terminal_cwd_after(
     completed: &[(ToolCall, Observation)],
     workspace: &std::path::Path,
 ) -> Option<String> {
-    let last = completed
-        .iter()
-        .rev()
-        .find(|(c, _)| c.tool == "terminal")?;
+    let last = completed.iter().rev().find(|(c, _)| c.tool == "terminal")?;
     let dir = last
         .1
         .native

@@ -22,7 +22,11 @@ pub struct Release {
 pub const RELEASES: &[Release] = &[Release {
     sdk: "1.34.0",
     // As `openhands-ai 1.11.0` (which recorded the fixture) pins them.
-    with: &["openhands-tools==1.34.0", "litellm==1.84.1", "openai==2.33.0"],
+    with: &[
+        "openhands-tools==1.34.0",
+        "litellm==1.84.1",
+        "openai==2.33.0",
+    ],
     python: "3.12",
     // lmnr's OpenTelemetry pins do not resolve on 3.13; the fixture ran on CPython 3.12.1.
     python_below: "3.13",
