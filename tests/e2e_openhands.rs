@@ -165,3 +165,57 @@ fn a_python_without_the_sdk_is_refused_before_any_action_runs() {
     assert_eq!(r.result["replayed_tool_calls"], 0);
     assert!(r.stderr.contains("\nhint: "), "{}", r.stderr);
 }
+
+/// A continuation killed after its second live step (the SDK had stored the first step's
+/// action and result) resumes from the SDK's own store, cut after its last complete turn,
+/// and ends as the uninterrupted run does; the resumed store holds each live turn once.
+#[test]
+fn a_continuation_killed_after_live_steps_resumes_to_the_same_outcome() {
+    let f = fixture("mixed");
+    let plan = f.plan();
+    let n = 2;
+    let whole_case = f.case();
+    let entry = whole_case.wrap(&(f.entrypoint)());
+    let args = f.continue_args(&plan, n, 3, &entry);
+    let whole = f
+        .replay(&whole_case, "w", n, None, &args)
+        .ok("whole")
+        .clone();
+    assert_eq!(whole["agent_status"], "max_steps", "{whole}");
+    let mut steps = vec![];
+    pvisor::journal::read_events(&whole_case.state("w").join("journal.pvj"), |e| {
+        if matches!(e.event, journal_format::Event::ContinuationStep(_)) {
+            steps.push(e.seq);
+        }
+        Ok(())
+    })
+    .unwrap();
+    assert!(steps.len() >= 2, "{steps:?}");
+    let mut case = f.case();
+    let entry = case.wrap(&(f.entrypoint)());
+    case.env.push((
+        "PVISOR_FAILPOINT".into(),
+        format!("after-event:{}", steps[1]),
+    ));
+    let r = f.replay(&case, "k", n, None, &f.continue_args(&plan, n, 3, &entry));
+    assert_ne!(r.code, 0, "the failpoint stops the run");
+    case.env.clear();
+    let resumed = f.resume(&case, "k").ok("resumed").clone();
+    assert_eq!(kit::outcome(&resumed), kit::outcome(&whole));
+    assert_eq!(kit::refold(&case.state("k")), resumed, "fold == result");
+    let continued =
+        std::fs::read_to_string(artifact(&resumed, "continued_native_session")).unwrap();
+    let calls: Vec<String> = continued
+        .lines()
+        .skip(1)
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["kind"] == "ActionEvent")
+        .filter_map(|e| e["tool_call_id"].as_str().map(str::to_string))
+        .collect();
+    let unique: std::collections::BTreeSet<&String> = calls.iter().collect();
+    assert_eq!(
+        unique.len(),
+        calls.len(),
+        "a live turn stored twice: {calls:?}"
+    );
+}

@@ -29,6 +29,8 @@ pub struct OpenHandsContinuation {
     pub prompt: Option<String>,
     /// The rebuilt event lines: the continued store must start with them.
     rebuilt_events: Vec<String>,
+    /// The length of the rebuilt prefix (messages), where the live messages start.
+    prefix_len: usize,
     end: Option<Value>,
 }
 
@@ -70,6 +72,7 @@ impl OpenHandsContinuation {
             model: model.map(str::to_string),
             prompt: prompt.map(str::to_string),
             rebuilt_events: event_lines(&artifact),
+            prefix_len: rebuilt.prefix.len(),
             end: None,
         })
     }
@@ -194,6 +197,85 @@ impl ContinuationAgent for OpenHandsContinuation {
         }
     }
 
+    /// The SDK writes every event as it happens, so after a crash its store holds the rebuilt
+    /// events and the live ones up to the instant of the kill. Cut after the last complete
+    /// live turn that did not end the run (every action answered; a `finish` or a text reply,
+    /// asked again, ends it again), set the store `idle` with its leaf there, and render the
+    /// kept live turns as the SDK will send them.
+    fn resume(&mut self, write: bool) -> Result<crate::runner::ResumeInfo, AdapterError> {
+        if self.prompt.is_some() {
+            return Err(AdapterError::Unsupported(
+                "resuming an OpenHands continuation that was given a boundary prompt: start a new run".into(),
+            ));
+        }
+        let k = self.rebuilt_events.len();
+        let bundle = super::store::read(&self.conversation_dir).ok();
+        let events = bundle.as_deref().map(event_lines).unwrap_or_default();
+        if events.len() < k || events[..k] != self.rebuilt_events[..] {
+            return Err(AdapterError::Continuation(
+                "resuming: the OpenHands store no longer starts with the rebuilt events".into(),
+            ));
+        }
+        let live: Vec<Value> = events[k..]
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap_or(Value::Null))
+            .collect();
+        let (cut, turns) = live_cut(&live);
+        let mut info = crate::runner::ResumeInfo {
+            live: vec![],
+            complete_turns: turns,
+            interrupted: None,
+        };
+        if !write {
+            return Ok(info);
+        }
+        let bundle = bundle.unwrap_or_default();
+        let first = String::from_utf8_lossy(&bundle)
+            .lines()
+            .next()
+            .unwrap_or("{}")
+            .to_string();
+        let mut base: Value = serde_json::from_str(&first)
+            .map_err(|e| AdapterError::Continuation(format!("resuming: base_state.json: {e}")))?;
+        let kept: Vec<(String, String)> = events[..k + cut]
+            .iter()
+            .map(|l| {
+                let id = serde_json::from_str::<Value>(l)
+                    .ok()
+                    .and_then(|v| v["id"].as_str().map(str::to_string));
+                (id.unwrap_or_default(), l.clone())
+            })
+            .collect();
+        if let Some(o) = base.as_object_mut() {
+            o.insert("execution_status".into(), json!("idle"));
+            if o.contains_key("leaf_event_id") {
+                o.insert(
+                    "leaf_event_id".into(),
+                    json!(kept.last().map(|(id, _)| id.clone())),
+                );
+            }
+        }
+        let cut_store = super::rebuild::Cut {
+            base_state: base,
+            events: kept,
+        };
+        cut_store.write(&self.conversation_dir)?;
+        let persist = self
+            .conversation_dir
+            .parent()
+            .unwrap_or(&self.conversation_dir);
+        let answer = super::runner::one_shot(
+            &self.entrypoint,
+            &self.state_dir,
+            &self.workspace,
+            &json!({"mode": "messages", "persistenceDir": persist, "conversationId": self.conversation_id, "cwd": self.workspace}),
+        )
+        .map_err(|e| AdapterError::Continuation(format!("resuming: OpenHands could not load its store: {e}")))?;
+        let messages = answer["messages"].as_array().cloned().unwrap_or_default();
+        info.live = messages.get(self.prefix_len..).unwrap_or_default().to_vec();
+        Ok(info)
+    }
+
     fn finish(&mut self) -> Result<Option<ContinuedSession>, AdapterError> {
         let _ = std::fs::remove_file(self.prompt_file());
         super::runner::kill_tmux(&self.state_dir);
@@ -219,5 +301,114 @@ impl ContinuationAgent for OpenHandsContinuation {
             records: 1 + got.len() as u64,
             removed: vec![],
         }))
+    }
+}
+
+fn kind(e: &Value) -> &str {
+    e["kind"].as_str().unwrap_or("")
+}
+
+/// The number of live events up to the last complete turn that did not end the run, and the
+/// number of those turns. A turn is one LLM response: its `ActionEvent`s (complete when each
+/// call has its result) or an agent `MessageEvent` (a text reply, which ends the run, as a
+/// `finish` call does: asked again, it ends it again).
+pub fn live_cut(live: &[Value]) -> (usize, u64) {
+    let (mut cut, mut turns) = (0usize, 0u64);
+    let mut i = 0;
+    while i < live.len() {
+        let e = &live[i];
+        let is_reply = kind(e) == "MessageEvent" && e["source"] == "agent";
+        if is_reply {
+            break;
+        }
+        if kind(e) != "ActionEvent" {
+            i += 1;
+            continue;
+        }
+        let response = e["llm_response_id"].clone();
+        let mut j = i;
+        while j < live.len()
+            && kind(&live[j]) == "ActionEvent"
+            && live[j]["llm_response_id"] == response
+        {
+            j += 1;
+        }
+        let actions = &live[i..j];
+        if actions.iter().any(|a| a["tool_name"] == "finish") {
+            break;
+        }
+        let mut end = j;
+        let mut complete = true;
+        for a in actions {
+            let id = &a["tool_call_id"];
+            match live[j..].iter().position(|r| {
+                matches!(
+                    kind(r),
+                    "ObservationEvent" | "AgentErrorEvent" | "UserRejectObservation"
+                ) && &r["tool_call_id"] == id
+            }) {
+                Some(p) => end = end.max(j + p + 1),
+                None => complete = false,
+            }
+        }
+        if !complete {
+            break;
+        }
+        turns += 1;
+        cut = end;
+        i = end;
+    }
+    (cut, turns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn action(resp: &str, id: &str, tool: &str) -> Value {
+        json!({"kind": "ActionEvent", "llm_response_id": resp, "tool_call_id": id, "tool_name": tool, "id": id})
+    }
+    fn obs(id: &str) -> Value {
+        json!({"kind": "ObservationEvent", "tool_call_id": id, "id": format!("o{id}")})
+    }
+
+    #[test]
+    fn the_cut_keeps_complete_turns_that_did_not_end_the_run() {
+        assert_eq!(live_cut(&[]), (0, 0));
+        let a = |r, i| action(r, i, "terminal");
+        assert_eq!(
+            live_cut(&[a("r1", "c1"), obs("c1"), a("r2", "c2"), obs("c2")]),
+            (4, 2)
+        );
+        assert_eq!(
+            live_cut(&[
+                a("r1", "c1"),
+                a("r1", "c2"),
+                obs("c1"),
+                obs("c2"),
+                a("r2", "c3")
+            ]),
+            (4, 1),
+            "a turn without its results is the interrupted one"
+        );
+        assert_eq!(
+            live_cut(&[a("r1", "c1"), a("r1", "c2"), obs("c1")]),
+            (0, 0),
+            "a parallel batch missing a result"
+        );
+        let reply = json!({"kind": "MessageEvent", "source": "agent"});
+        assert_eq!(live_cut(&[a("r1", "c1"), obs("c1"), reply]), (2, 1));
+        assert_eq!(
+            live_cut(&[
+                a("r1", "c1"),
+                obs("c1"),
+                action("r2", "c2", "finish"),
+                obs("c2")
+            ]),
+            (2, 1),
+            "finish ends the run: asked again"
+        );
+        let err = json!({"kind": "ConversationErrorEvent"});
+        assert_eq!(live_cut(&[a("r1", "c1"), obs("c1"), err]), (2, 1));
     }
 }

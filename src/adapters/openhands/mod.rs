@@ -62,7 +62,7 @@ pub const ENTRY: AgentEntry = AgentEntry {
     capabilities: Capabilities {
         replay: true,
         continue_live: true,
-        resume_live: false,
+        resume_live: true,
         boundary_prompt: true,
     },
     docs: "docs/agents/openhands.md",
