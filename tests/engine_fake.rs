@@ -296,3 +296,47 @@ fn a_folder_input_is_read_through_the_adapter() {
     let msg = out.result.failure.unwrap().message;
     assert!(msg.contains("the trajectory changed"), "{msg}");
 }
+
+/// A journal whose creation was interrupted inside its 48-byte header (torn at any length, or
+/// zeroed) holds no acknowledged record: resuming it says there is nothing to resume, and the
+/// run started again with its options completes, recovering the header like a torn tail. A
+/// full-length header of garbage is refused with the journal's documented code.
+#[test]
+fn a_journal_torn_inside_its_header_never_blocks_its_run_id() {
+    let env = Env::new(TRAJ);
+    let out = env.run(env.fields(3));
+    assert_eq!(out.exit_code, 0, "{:?}", out.result.failure);
+    let journal = env.root.join("state/r/journal.pvj");
+    let header = std::fs::read(&journal).unwrap()[..48].to_vec();
+    for len in [0usize, 1, 7, 20, 47] {
+        let _ = std::fs::remove_dir_all(env.root.join("state"));
+        let _ = std::fs::remove_dir_all(env.root.join("out"));
+        std::fs::create_dir_all(env.root.join("state/r")).unwrap();
+        std::fs::write(&journal, &header[..len]).unwrap();
+        let r = env.resume(false);
+        assert_eq!(r.exit_code, 2, "len {len}: {:?}", r.result.failure);
+        let again = env.run(env.fields(3));
+        assert_eq!(again.exit_code, 0, "len {len}: {:?}", again.result.failure);
+        assert_eq!(
+            serde_json::to_value(&again.result).unwrap()["phase"],
+            "replayed",
+            "len {len}"
+        );
+        assert_eq!(env.refold(), serde_json::to_value(&again.result).unwrap());
+    }
+    // A header-sized file of zeroed or garbage blocks (no record after it) is recovered too.
+    for (label, bytes) in [("zeroed", vec![0u8; 48]), ("garbage", vec![0x5au8; 48])] {
+        let _ = std::fs::remove_dir_all(env.root.join("state"));
+        let _ = std::fs::remove_dir_all(env.root.join("out"));
+        std::fs::create_dir_all(env.root.join("state/r")).unwrap();
+        std::fs::write(&journal, &bytes).unwrap();
+        let r = env.run(env.fields(3));
+        assert_eq!(r.exit_code, 0, "{label}: {:?}", r.result.failure);
+    }
+    // Records after a damaged header: corruption, refused with its documented code.
+    let mut bytes = std::fs::read(&journal).unwrap();
+    bytes[..8].copy_from_slice(&[0u8; 8]);
+    std::fs::write(&journal, &bytes).unwrap();
+    let r = env.resume(false);
+    assert_eq!(r.exit_code, 61, "{:?}", r.result.failure);
+}

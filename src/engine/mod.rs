@@ -97,7 +97,9 @@ pub fn run(start: Start, registry: &Registry) -> Outcome {
         Err(e) => return early(&e, Some(&req)),
     };
     let mut rec = Recorder::new(journal, state, BlobStore::new(&req.state_dir));
-    if !events.is_empty() && !rec.state.phase.is_terminal() {
+    // A journal holding no run request yet (new, or recovered from a creation that was
+    // interrupted inside its header) starts the run afresh: nothing to resume.
+    if rec.state.phase != fold::Phase::Empty && !rec.state.phase.is_terminal() {
         // Nothing is re-executed on a workspace that no longer holds what the completed
         // batches left: refused (not journaled, so the run stays resumable once restored).
         if let Err(paths) = perform::check_workspace(&rec.state, &rec.blobs, &req.workspace) {
@@ -194,7 +196,7 @@ fn open(start: Start) -> Result<Opened, OpenFailure> {
             let Some(r) = requested else {
                 return Err(Box::new((
                     RunError::Configuration(format!(
-                        "{} holds no run request: nothing to resume",
+                        "{} holds no run request: nothing to resume (a run whose start was interrupted before its request was durable: run the original command again, with the same --run-id)",
                         file.display()
                     )),
                     None,

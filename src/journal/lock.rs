@@ -33,12 +33,18 @@ impl LockFile {
         if file.try_lock_exclusive().is_err() {
             let mut holder = String::new();
             let _ = file.read_to_string(&mut holder);
-            let holder = holder.trim();
-            let holder = if holder.is_empty() {
-                format!("lock file {}", path.display())
+            let holder = holder.trim().to_string();
+            // A holder that has not written its pid yet (it just took the lock), or that is not
+            // pvisor: the kernel's lock table names it.
+            let holder = if holder.starts_with("pid ") {
+                holder
             } else {
-                format!("{holder}, lock file {}", path.display())
+                match holder_pid(&file) {
+                    Some(pid) => format!("pid {pid}"),
+                    None => "a process whose pid the kernel does not show".to_string(),
+                }
             };
+            let holder = format!("{holder}, lock file {}", path.display());
             return Err(JournalError::Locked {
                 path: path.with_file_name(super::store::JOURNAL_FILE),
                 holder,
@@ -55,8 +61,60 @@ impl LockFile {
     }
 }
 
+/// The pid holding a `flock` on `file`, from `/proc/locks` (`N: FLOCK ADVISORY WRITE <pid>
+/// <major>:<minor>:<inode> 0 EOF`, device numbers in hex).
+fn holder_pid(file: &File) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let m = file.metadata().ok()?;
+    let dev = m.dev();
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    let want = format!("{major:02x}:{minor:02x}:{}", m.ino());
+    let table = std::fs::read_to_string("/proc/locks").ok()?;
+    table.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        // `1: FLOCK ADVISORY WRITE 123 fd:01:456 0 EOF` (a blocked waiter has `->` first).
+        let i = f.iter().position(|x| *x == "FLOCK")?;
+        (f.get(i + 4) == Some(&want.as_str()))
+            .then(|| f.get(i + 3)?.parse().ok())
+            .flatten()
+    })
+}
+
 impl Drop for LockFile {
     fn drop(&mut self) {
         let _ = self.file.unlock();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A holder that wrote nothing into the lock file (not pvisor, or between taking the lock
+    /// and writing its pid) is still named by its pid.
+    #[test]
+    fn the_holder_is_named_by_its_pid_even_when_it_wrote_none() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("journal.lock");
+        let held = File::create(&path).unwrap();
+        held.lock_exclusive().unwrap();
+        match LockFile::acquire(&path) {
+            Err(JournalError::Locked { holder, .. }) => {
+                assert!(
+                    holder.starts_with(&format!("pid {}", std::process::id())),
+                    "{holder}"
+                );
+            }
+            other => panic!("not refused: {other:?}"),
+        }
+        drop(held);
+        let mine = LockFile::acquire(&path).unwrap();
+        let again = LockFile::acquire(&path).unwrap_err().to_string();
+        assert!(
+            again.contains(&format!("pid {}", std::process::id())),
+            "{again}"
+        );
+        drop(mine);
     }
 }

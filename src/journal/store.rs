@@ -2,8 +2,10 @@
 //!
 //! Open protocol (crash windows are walked in `docs/journal-format.md`):
 //! 1. take the exclusive lock (file backend: `journal.lock`, fs2 `try_lock_exclusive`);
-//! 2. an empty or shorter-than-header file is a journal whose creation was interrupted: its
-//!    bytes (if any) are quarantined and a fresh header is written and synced;
+//! 2. an empty or shorter-than-header file, or a header-sized one whose header is not a
+//!    header (zeroed or garbage blocks: bad magic or checksum), is a journal whose creation
+//!    was interrupted: its bytes (if any) are quarantined and a fresh header is written and
+//!    synced;
 //! 3. scan every record (checksums, sequence, hash chain); damage before the last record is
 //!    a hard error naming sequence number and byte offset;
 //! 4. a torn tail is copied to the quarantine file (synced), the journal is truncated at the
@@ -155,7 +157,21 @@ impl<S: Storage> Journal<S> {
             source: e,
         };
         let len = storage.len().map_err(io)?;
-        if len < journal_format::header::HEADER_LEN as u64 {
+        const HEADER: u64 = journal_format::header::HEADER_LEN as u64;
+        // A header-sized file whose header does not decode (zeroed or garbage blocks after a
+        // crash during creation) holds no record either: recovered the same way. With records
+        // after it, it is corruption (refused by the scan below).
+        let torn_header = len == HEADER && {
+            let mut b = [0u8; journal_format::header::HEADER_LEN];
+            storage.read_at(0, &mut b).map_err(io)?;
+            // Not a valid header of a newer format (that is refused as too new).
+            matches!(
+                FileHeader::decode(&b),
+                Err(journal_format::DecodeError::BadMagic
+                    | journal_format::DecodeError::HeaderChecksum)
+            )
+        };
+        if len < HEADER || torn_header {
             // Creation interrupted (or a new file): nothing acknowledged can be here.
             let mut opened = Opened::Created;
             if len > 0 {

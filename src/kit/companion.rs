@@ -124,6 +124,55 @@ impl Drop for Companion {
     }
 }
 
+/// The final report a runner prints as its last stdout line in continue mode
+/// (`{"type":"pvisor_end","ok":…}`): kept by the continuation's `observe_stdout`, checked by
+/// its `verdict`.
+#[derive(Debug, Clone, Default)]
+pub struct EndReport(Option<Value>);
+
+impl EndReport {
+    /// Keep `line` if it is the report; true once it is.
+    pub fn observe(&mut self, line: &str) -> bool {
+        match serde_json::from_str::<Value>(line) {
+            Ok(v) if v["type"] == "pvisor_end" => {
+                self.0 = Some(v);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The report of a runner (`who`) that reported `ok` and exited 0, or why not.
+    pub fn checked(&self, exit: &crate::runner::ExitInfo, who: &str) -> Result<&Value, String> {
+        let Some(end) = &self.0 else {
+            return Err(format!(
+                "{who} ended without its final report (exit {:?}, signal {:?})",
+                exit.code, exit.signal
+            ));
+        };
+        if end["ok"] != true {
+            return Err(format!(
+                "{who} failed: {}",
+                end["error"].as_str().unwrap_or("")
+            ));
+        }
+        if exit.code != Some(0) {
+            return Err(format!("{who} exited with {:?}", exit.code));
+        }
+        Ok(end)
+    }
+}
+
+/// The model name for litellm's OpenAI provider (the bridge speaks Chat Completions): a
+/// provider-qualified name as given, a bare one as `openai/<name>`.
+pub fn litellm_openai_model(m: &str) -> String {
+    if m.contains('/') {
+        m.to_string()
+    } else {
+        format!("openai/{m}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 
 use super::versions::Format;
 use crate::bridge::BridgeStats;
+use crate::kit::companion::{litellm_openai_model, EndReport};
 use crate::kit::{AdapterError, RebuiltSession, RequestRules};
 use crate::protocol::Protocol;
 use crate::runner::{AgentCommand, AgentVerdict, ContinuationAgent, ContinuedSession, ExitInfo};
@@ -34,7 +35,7 @@ pub struct MiniContinuation {
     rebuilt: Vec<Value>,
     /// The rebuilt trajectory's artifact copy (never written by mini).
     rebuilt_artifact: PathBuf,
-    end: Option<Value>,
+    end: EndReport,
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> AdapterError + '_ {
@@ -73,7 +74,7 @@ impl MiniContinuation {
             // The artifact: the native file holds the live turns once mini has run.
             rebuilt: messages_of(&rebuilt.artifact_path)?,
             rebuilt_artifact: rebuilt.artifact_path.clone(),
-            end: None,
+            end: EndReport::default(),
         })
     }
 
@@ -112,11 +113,7 @@ impl ContinuationAgent for MiniContinuation {
             config["maxSteps"] = b.into();
         }
         if let Some(m) = &self.model {
-            config["model"] = json!(if m.contains('/') {
-                m.clone()
-            } else {
-                format!("openai/{m}")
-            });
+            config["model"] = json!(litellm_openai_model(m));
         }
         if let Some(p) = &self.prompt {
             let f = self.prompt_file();
@@ -135,13 +132,7 @@ impl ContinuationAgent for MiniContinuation {
     }
 
     fn observe_stdout(&mut self, line: &str) -> bool {
-        match serde_json::from_str::<Value>(line) {
-            Ok(v) if v["type"] == "pvisor_end" => {
-                self.end = Some(v);
-                true
-            }
-            _ => false,
-        }
+        self.end.observe(line)
     }
 
     fn verdict(&self, exit: &ExitInfo, bridge: &BridgeStats, budget: Option<u64>) -> AgentVerdict {
@@ -149,23 +140,12 @@ impl ContinuationAgent for MiniContinuation {
             status: AgentStatus::Failed,
             message: Some(m),
         };
-        let Some(end) = &self.end else {
-            return failed(format!(
-                "mini's runner ended without its final report (exit {:?}, signal {:?})",
-                exit.code, exit.signal
-            ));
+        let end = match self.end.checked(exit, "mini's runner") {
+            Ok(end) => end,
+            Err(m) => return failed(m),
         };
-        if end["ok"] != true {
-            return failed(format!(
-                "mini's runner failed: {}",
-                end["error"].as_str().unwrap_or("")
-            ));
-        }
         if let Some(e) = end["error"].as_str() {
             return failed(format!("mini stopped on an error: {e}"));
-        }
-        if exit.code != Some(0) {
-            return failed(format!("mini's runner exited with {:?}", exit.code));
         }
         let status = end["exit_status"].as_str().unwrap_or("");
         let steps = end["steps"].as_u64().unwrap_or(0);

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use crate::bridge::BridgeStats;
+use crate::kit::companion::{litellm_openai_model, EndReport};
 use crate::kit::{AdapterError, RebuiltSession, RequestRules};
 use crate::protocol::Protocol;
 use crate::runner::{AgentCommand, AgentVerdict, ContinuationAgent, ContinuedSession, ExitInfo};
@@ -31,7 +32,7 @@ pub struct OpenHandsContinuation {
     rebuilt_events: Vec<String>,
     /// The length of the rebuilt prefix (messages), where the live messages start.
     prefix_len: usize,
-    end: Option<Value>,
+    end: EndReport,
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> AdapterError + '_ {
@@ -73,7 +74,7 @@ impl OpenHandsContinuation {
             prompt: prompt.map(str::to_string),
             rebuilt_events: event_lines(&artifact),
             prefix_len: rebuilt.prefix.len(),
-            end: None,
+            end: EndReport::default(),
         })
     }
 
@@ -117,11 +118,7 @@ impl ContinuationAgent for OpenHandsContinuation {
             config["maxSteps"] = b.into();
         }
         if let Some(m) = &self.model {
-            config["model"] = json!(if m.contains('/') {
-                m.clone()
-            } else {
-                format!("openai/{m}")
-            });
+            config["model"] = json!(litellm_openai_model(m));
         }
         if let Some(p) = &self.prompt {
             let f = self.prompt_file();
@@ -140,13 +137,7 @@ impl ContinuationAgent for OpenHandsContinuation {
     }
 
     fn observe_stdout(&mut self, line: &str) -> bool {
-        match serde_json::from_str::<Value>(line) {
-            Ok(v) if v["type"] == "pvisor_end" => {
-                self.end = Some(v);
-                true
-            }
-            _ => false,
-        }
+        self.end.observe(line)
     }
 
     fn verdict(&self, exit: &ExitInfo, bridge: &BridgeStats, _budget: Option<u64>) -> AgentVerdict {
@@ -154,21 +145,10 @@ impl ContinuationAgent for OpenHandsContinuation {
             status: AgentStatus::Failed,
             message: Some(m),
         };
-        let Some(end) = &self.end else {
-            return failed(format!(
-                "the OpenHands runner ended without its final report (exit {:?}, signal {:?})",
-                exit.code, exit.signal
-            ));
+        let end = match self.end.checked(exit, "the OpenHands runner") {
+            Ok(end) => end,
+            Err(m) => return failed(m),
         };
-        if end["ok"] != true {
-            return failed(format!(
-                "the OpenHands runner failed: {}",
-                end["error"].as_str().unwrap_or("")
-            ));
-        }
-        if exit.code != Some(0) {
-            return failed(format!("the OpenHands runner exited with {:?}", exit.code));
-        }
         let calls = end["model_calls"].as_u64().unwrap_or(0);
         if calls == 0 && bridge.steps == 0 {
             return failed(format!(
