@@ -899,3 +899,31 @@ fn paths_outside_the_workspace_are_refused_for_writes() {
     ));
     let _ = Path::new("");
 }
+
+/// A hard link an earlier Bash call planted (`ln /outside/file planted`) names a file outside
+/// the workspace: Edit and Write refuse to write through it; the outside file is unchanged.
+#[test]
+fn writes_through_a_hard_link_to_a_file_outside_are_refused() {
+    let e = env();
+    let outside = tempfile::tempdir_in(e.ws.parent().unwrap()).unwrap();
+    let secret = outside.path().join("secret.txt");
+    std::fs::write(&secret, "keep\n").unwrap();
+    let out = e.run(
+        "Bash",
+        json!({"command": format!("ln {} planted.txt && cat planted.txt", secret.display())}),
+    );
+    assert!(out.observation.text.contains("keep"), "{}", out.observation.text);
+    e.run("Read", json!({"file_path": e.p("planted.txt")}));
+    assert!(matches!(
+        e.try_run(
+            "Edit",
+            json!({"file_path": e.p("planted.txt"), "old_string": "keep", "new_string": "gone"})
+        ),
+        Err(ExecError::OutsideWorkspace { .. })
+    ));
+    assert!(matches!(
+        e.try_run("Write", json!({"file_path": e.p("planted.txt"), "content": "gone"})),
+        Err(ExecError::OutsideWorkspace { .. })
+    ));
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "keep\n");
+}

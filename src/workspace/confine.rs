@@ -45,6 +45,58 @@ pub fn confine(workspace: &Path, path: &Path) -> Result<PathBuf, ExecError> {
     }
 }
 
+/// [`confine`] for a path a tool writes: also refuses a regular file with more hard links
+/// than the workspace holds (a link planted by an earlier command, e.g. `ln /etc/x f`, would
+/// let the write change a file outside the workspace). A file whose every link lies inside
+/// the workspace is written as usual.
+pub fn confine_for_write(workspace: &Path, path: &Path) -> Result<PathBuf, ExecError> {
+    use std::os::unix::fs::MetadataExt;
+    let resolved = confine(workspace, path)?;
+    let Ok(meta) = std::fs::symlink_metadata(&resolved) else {
+        return Ok(resolved);
+    };
+    if !meta.is_file() || meta.nlink() <= 1 {
+        return Ok(resolved);
+    }
+    let root = std::fs::canonicalize(workspace).map_err(|source| ExecError::Io {
+        tool: "confine".into(),
+        source,
+    })?;
+    let inside = links_below(&root, meta.dev(), meta.ino(), meta.nlink());
+    if inside >= meta.nlink() {
+        return Ok(resolved);
+    }
+    Err(ExecError::OutsideWorkspace {
+        path: path.to_path_buf(),
+        workspace: workspace.to_path_buf(),
+    })
+}
+
+/// How many directory entries below `root` name the inode `(dev, ino)` (stops at `want`).
+fn links_below(root: &Path, dev: u64, ino: u64, want: u64) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let mut found = 0;
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let Ok(m) = e.path().symlink_metadata() else {
+                continue;
+            };
+            if m.is_dir() {
+                if m.dev() == dev {
+                    stack.push(e.path());
+                }
+            } else if m.dev() == dev && m.ino() == ino {
+                found += 1;
+                if found >= want {
+                    return found;
+                }
+            }
+        }
+    }
+    found
+}
+
 /// Physical resolution of an absolute path whose tail may not exist.
 fn resolve(full: &Path) -> io::Result<PathBuf> {
     let mut current = full.to_path_buf();
@@ -228,5 +280,26 @@ mod tests {
         symlink(&root, &alias).unwrap();
         assert_eq!(confine(&alias, Path::new("f")).unwrap(), root.join("f"));
         assert_eq!(confine(&alias, &alias.join("f")).unwrap(), root.join("f"));
+    }
+
+    #[test]
+    fn a_write_through_a_hard_link_to_a_file_outside_is_refused() {
+        let outside = tempfile::tempdir().unwrap();
+        let (_d, w) = ws();
+        let secret = outside.path().join("secret");
+        std::fs::write(&secret, "keep").unwrap();
+        std::fs::hard_link(&secret, w.join("planted")).unwrap();
+        assert!(matches!(
+            confine_for_write(&w, Path::new("planted")),
+            Err(ExecError::OutsideWorkspace { .. })
+        ));
+        // Reading it is still confined the usual way (the entry is inside).
+        assert!(confine(&w, Path::new("planted")).is_ok());
+        // Two links that both live in the workspace: an ordinary file to write.
+        std::fs::write(w.join("a"), "x").unwrap();
+        std::fs::create_dir(w.join("sub")).unwrap();
+        std::fs::hard_link(w.join("a"), w.join("sub/b")).unwrap();
+        assert!(confine_for_write(&w, Path::new("a")).is_ok());
+        assert!(confine_for_write(&w, Path::new("new-file")).is_ok());
     }
 }

@@ -8,4 +8,4 @@
 pub mod checkpoint;
 pub mod confine;
 
-pub use confine::confine;
+pub use confine::{confine, confine_for_write};

@@ -511,7 +511,7 @@ fn apply_patch(call: &ToolCall, ctx: &ExecContext) -> Result<ToolOutcome, ExecEr
         } else {
             cwd.join(p)
         };
-        crate::workspace::confine::confine(&ws, &joined).map_err(|e| e.to_string())
+        crate::workspace::confine::confine_for_write(&ws, &joined).map_err(|e| e.to_string())
     };
     let start = Instant::now();
     let outcome = patch::apply(&text, &cwd, &resolve);

@@ -116,7 +116,8 @@ impl crate::kit::ToolRunner for Runner {
         if matches!(call.tool.as_str(), "write" | "edit") {
             if let Some(p) = call.input.get("path").and_then(Value::as_str) {
                 let full = resolve(&self.ctx.workspace, &self.home(), p);
-                let inside = crate::workspace::confine::confine(&self.ctx.workspace, &full)?;
+                let inside =
+                    crate::workspace::confine::confine_for_write(&self.ctx.workspace, &full)?;
                 if let Ok(rel) = inside
                     .strip_prefix(std::fs::canonicalize(&self.ctx.workspace).unwrap_or_default())
                 {

@@ -258,7 +258,7 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
             "No changes to make: old_string and new_string are exactly the same.",
         ));
     }
-    let path = cx.confine(file_path)?;
+    let path = cx.confine_write(file_path)?;
     match std::fs::metadata(&path) {
         Ok(m) if m.is_dir() => {
             return Err(ExecError::Unsupported { tool: TOOL.into(), reason: "editing a directory path is not reproduced".into() })
@@ -446,7 +446,7 @@ pub(crate) fn run_multi(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecEr
     if parsed.is_empty() {
         return Err(bad_input(MTOOL, "`edits` is empty"));
     }
-    let path = cx.confine(file_path)?;
+    let path = cx.confine_write(file_path)?;
     let existing = read_existing(&path).map_err(|e| io_error(MTOOL, e))?;
     let content = existing.as_ref().map(|e| normalize(&e.raw));
     let Some(content) = content else {

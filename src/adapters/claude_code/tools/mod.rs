@@ -335,6 +335,12 @@ impl Cx<'_> {
         crate::workspace::confine(&self.exec.workspace, &expanded)
     }
 
+    /// [`Self::confine`] for a path the tool writes (no hard link to a file outside).
+    pub fn confine_write(&self, given: &str) -> Result<PathBuf, ExecError> {
+        let expanded = self.expand(given);
+        crate::workspace::confine_for_write(&self.exec.workspace, &expanded)
+    }
+
     /// Workspace-relative form of a confined path, for [`ToolOutcome::touched`].
     pub fn relative(&self, confined: &Path) -> PathBuf {
         let root = std::fs::canonicalize(&self.exec.workspace)

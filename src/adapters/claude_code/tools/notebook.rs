@@ -94,7 +94,7 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
     if let Some(out) = super::null_byte_check(TOOL, &[("notebook_path", Some(notebook_path))]) {
         return Ok(out);
     }
-    let path = cx.confine(notebook_path)?;
+    let path = cx.confine_write(notebook_path)?;
     if path.extension().and_then(|e| e.to_str()) != Some("ipynb") {
         return Ok(Output::validation(
             "File must be a Jupyter notebook (.ipynb file). For editing other file types, use the FileEdit tool.",

@@ -141,7 +141,7 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
     if let Some(out) = null_byte_check(TOOL, &[("file_path", Some(file_path))]) {
         return Ok(out);
     }
-    let path = cx.confine(file_path)?;
+    let path = cx.confine_write(file_path)?;
 
     // validateInput
     match std::fs::metadata(&path) {

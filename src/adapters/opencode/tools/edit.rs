@@ -62,7 +62,7 @@ pub fn run(
     } else {
         super::normalize(&env.directory.join(file_path))
     };
-    let real = super::confined(ctx, &path)?;
+    let real = super::confined_for_write(ctx, &path)?;
     let rel = real
         .strip_prefix(&ctx.workspace)
         .map(PathBuf::from)

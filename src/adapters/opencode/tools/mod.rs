@@ -392,6 +392,11 @@ fn confined(ctx: &ExecContext, p: &Path) -> Result<PathBuf, ExecError> {
     crate::workspace::confine::confine(&ctx.workspace, p)
 }
 
+/// [`confined`] for a path the tool writes (no hard link to a file outside).
+fn confined_for_write(ctx: &ExecContext, p: &Path) -> Result<PathBuf, ExecError> {
+    crate::workspace::confine::confine_for_write(&ctx.workspace, p)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -42,7 +42,7 @@ pub fn run(
         Err(p) => return Ok((p, None, vec![])),
     };
     let path = env.resolve(file_path);
-    let real = super::confined(ctx, &path)?;
+    let real = super::confined_for_write(ctx, &path)?;
     let exists = real.exists();
     let old_bom = exists
         && std::fs::read(&real)
