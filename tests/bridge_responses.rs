@@ -60,6 +60,7 @@ fn prefix(n: usize) -> Vec<Value> {
         artifact_path: &art,
         touch_workspace: true,
         agent_entrypoint: None,
+        for_continuation: true,
     })
     .unwrap()
     .prefix

@@ -912,7 +912,11 @@ fn writes_through_a_hard_link_to_a_file_outside_are_refused() {
         "Bash",
         json!({"command": format!("ln {} planted.txt && cat planted.txt", secret.display())}),
     );
-    assert!(out.observation.text.contains("keep"), "{}", out.observation.text);
+    assert!(
+        out.observation.text.contains("keep"),
+        "{}",
+        out.observation.text
+    );
     e.run("Read", json!({"file_path": e.p("planted.txt")}));
     assert!(matches!(
         e.try_run(
@@ -922,7 +926,10 @@ fn writes_through_a_hard_link_to_a_file_outside_are_refused() {
         Err(ExecError::OutsideWorkspace { .. })
     ));
     assert!(matches!(
-        e.try_run("Write", json!({"file_path": e.p("planted.txt"), "content": "gone"})),
+        e.try_run(
+            "Write",
+            json!({"file_path": e.p("planted.txt"), "content": "gone"})
+        ),
         Err(ExecError::OutsideWorkspace { .. })
     ));
     assert_eq!(std::fs::read_to_string(&secret).unwrap(), "keep\n");

@@ -224,6 +224,7 @@ fn rebuild_writes_session_artifact_and_mtimes() {
         artifact_path: &artifact,
         touch_workspace: true,
         agent_entrypoint: None,
+        for_continuation: true,
     };
     let s = rebuild(&req).unwrap();
     let home = ClaudeHome::new(&state);

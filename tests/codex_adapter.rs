@@ -120,6 +120,7 @@ fn replay_every_boundary_matches_originals() {
                 artifact_path: &art,
                 touch_workspace: true,
                 agent_entrypoint: None,
+                for_continuation: true,
             })
             .unwrap();
         assert_eq!(r.session_id, "01a229dc-f117-7e91-85a6-a705d046a8e2");
@@ -184,6 +185,7 @@ fn prefix_equals_original_request_n_plus_1() {
                 artifact_path: &art,
                 touch_workspace: true,
                 agent_entrypoint: None,
+                for_continuation: true,
             })
             .unwrap();
         let input = reqs[n]["body"]["input"].as_array().unwrap();

@@ -93,6 +93,7 @@ fn setup(name: &str, n: usize, edits: &[(&str, &str)]) -> Setup {
         artifact_path: &artifact,
         touch_workspace: true,
         agent_entrypoint: None,
+        for_continuation: true,
     })
     .unwrap_or_else(|e| panic!("{name} N={n}: rebuild: {e}"));
     let script = Script::from_path(rec.join("script.json"))

@@ -239,6 +239,7 @@ pub fn write_session(
         artifact_path: &artifact,
         touch_workspace: role != SessionRole::Prepared,
         agent_entrypoint: req.agent_entrypoint.as_deref(),
+        for_continuation: role != SessionRole::Prepared && req.mode == Mode::Continue,
     })?;
     rec.record(Event::SessionWritten(SessionWritten {
         role,
@@ -343,6 +344,7 @@ pub fn rebuild_again(
         artifact_path: &artifact,
         touch_workspace: !started,
         agent_entrypoint: req.agent_entrypoint.as_deref(),
+        for_continuation: req.mode == Mode::Continue,
     })?;
     if let Some(w) = rec.state.sessions.get("reconstructed") {
         if w.digest != rebuilt.digest {

@@ -192,6 +192,10 @@ pub struct RebuildRequest<'a> {
     /// The agent executable the run was given (`--agent-entrypoint`), for adapters whose
     /// rebuild asks the agent's own code (OpenHands renders its prefix with the SDK).
     pub agent_entrypoint: Option<&'a Path>,
+    /// Whether the real agent will continue this session (`Continue` mode): only then is
+    /// [`RebuiltSession::prefix`] used, so an adapter whose prefix is costly to compute may
+    /// leave it empty otherwise.
+    pub for_continuation: bool,
 }
 
 /// A native session written for the agent to resume.

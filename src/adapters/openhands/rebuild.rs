@@ -248,13 +248,13 @@ fn conversation_id(req: &RebuildRequest) -> String {
 }
 
 /// Write the cut store where the continued agent will load it (the tools' conversation
-/// folder) and its artifact; the prefix is rendered when the store is for a continuation.
+/// folder) and its artifact; the prefix is rendered (one SDK start) only for a continuation.
 pub fn rebuild(req: &RebuildRequest) -> Result<RebuiltSession, AdapterError> {
     let id = conversation_id(req);
     let conv = super::tools::conversation_dir(req.state_dir, &id);
     let cut = cut(req, &conv)?;
     cut.write(&conv)?;
-    let prefix = if req.touch_workspace {
+    let prefix = if req.for_continuation {
         prefix_of(req, &conv, &id)?
     } else {
         vec![]
