@@ -206,6 +206,7 @@ pub fn run(
     spec.agent_version = Some(version);
     spec.attempt = attempt;
     spec.log_dir = Some(req.state_dir.join("logs"));
+    spec.groups = Some(crate::supervisor::groups::dir_of(&req.state_dir));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -97,6 +97,17 @@ pub fn run(start: Start, registry: &Registry) -> Outcome {
         Err(e) => return early(&e, Some(&req)),
     };
     let mut rec = Recorder::new(journal, state, BlobStore::new(&req.state_dir));
+    // Processes an earlier attempt of this run left (the rest of a group whose leader died
+    // with it) end before anything runs again.
+    let ended = crate::supervisor::groups::end_left_over(&crate::supervisor::groups::dir_of(
+        &req.state_dir,
+    ));
+    if !ended.is_empty() {
+        eprintln!(
+            "[pvisor] ended {} process group(s) an earlier attempt of this run left running: {ended:?}",
+            ended.len()
+        );
+    }
     // A journal holding no run request yet (new, or recovered from a creation that was
     // interrupted inside its header) starts the run afresh: nothing to resume.
     if rec.state.phase != fold::Phase::Empty && !rec.state.phase.is_terminal() {

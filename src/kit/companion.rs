@@ -22,6 +22,8 @@ pub struct CompanionCommand {
     pub stderr_log: PathBuf,
     /// The runner's name in messages (`the mini-swe-agent runner`).
     pub name: String,
+    /// The run's list of running process groups (`supervisor::groups`), if any.
+    pub groups: Option<PathBuf>,
 }
 
 /// A running companion.
@@ -40,7 +42,8 @@ impl Companion {
         }
         let err = std::fs::File::create(&cmd.stderr_log)
             .map_err(|e| format!("{}: {e}", cmd.stderr_log.display()))?;
-        let mut child = Command::new(&cmd.program)
+        let mut command = Command::new(&cmd.program);
+        command
             .args(&cmd.args)
             .current_dir(&cmd.cwd)
             .env_clear()
@@ -48,9 +51,14 @@ impl Companion {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(err))
-            .process_group(0)
+            .process_group(0);
+        crate::supervisor::groups::die_with_parent(&mut command);
+        let mut child = command
             .spawn()
             .map_err(|e| format!("cannot start {} ({}): {e}", cmd.name, cmd.program.display()))?;
+        if let Some(d) = &cmd.groups {
+            crate::supervisor::groups::register(d, child.id());
+        }
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             let _ = child.kill();
             return Err(format!("{}: no pipes", cmd.name));
@@ -121,6 +129,9 @@ impl Drop for Companion {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if let Some(d) = &self.cmd.groups {
+            crate::supervisor::groups::unregister(d, self.child.id());
+        }
     }
 }
 
@@ -189,6 +200,7 @@ mod tests {
                 blake3::hash(script.as_bytes()).to_hex()
             )),
             name: "the test runner".into(),
+            groups: None,
         }
     }
 

@@ -191,6 +191,9 @@ pub struct ContinuationSpec {
     /// agent gets this long to report the error and exit before its process group is
     /// terminated (agents retry some 4xx, e.g. Claude retries 401 ten times with backoff).
     pub failure_grace: Duration,
+    /// The run's list of running process groups (`supervisor::groups`): the agent's group
+    /// is listed while it runs.
+    pub groups: Option<PathBuf>,
 }
 
 impl ContinuationSpec {
@@ -203,6 +206,7 @@ impl ContinuationSpec {
             agent_version: None,
             log_dir: None,
             failure_grace: Duration::from_secs(5),
+            groups: None,
         }
     }
 }
@@ -271,23 +275,7 @@ fn agent_process(cmd: &AgentCommand) -> Result<tokio::process::Command, AdapterE
         .kill_on_drop(true);
     // If pvisor dies (crash, SIGKILL) the agent must not live on against a dead bridge and
     // keep appending to its session while a resumed run reads it.
-    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
-    let parent = std::process::id() as libc::pid_t;
-    unsafe {
-        command.pre_exec(move || {
-            libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            );
-            if libc::getppid() != parent {
-                libc::_exit(1); // pvisor died before the signal was armed
-            }
-            Ok(())
-        });
-    }
+    crate::supervisor::groups::die_with_parent(command.as_std_mut());
     Ok(command)
 }
 
@@ -464,6 +452,9 @@ where
     let pid = child.id();
     if let Some(p) = pid {
         bridge.set_agent_process_group(p); // process_group(0): its pgid is its pid
+        if let Some(d) = &spec.groups {
+            crate::supervisor::groups::register(d, p);
+        }
     }
     let mut stdin = child.stdin.take();
     let piped = child.stdout.take();
@@ -581,6 +572,9 @@ where
                 stdin.take();
                 // Leftover children (background shells) go with the group.
                 kill_group(pid, libc::SIGKILL);
+                if let (Some(d), Some(p)) = (&spec.groups, pid) {
+                    crate::supervisor::groups::unregister(d, p);
+                }
             }
             _ = tokio::time::sleep_until(refused_at.unwrap_or(deadline)), if refused_at.is_some() && !stopped_after_refusal && exit.is_none() => {
                 stopped_after_refusal = true;

@@ -16,6 +16,7 @@
 //! The engine runs tools one at a time, so the API is synchronous; one call uses no thread.
 //! [`session`] is the same for a command the caller polls while it runs (unified exec).
 
+pub mod groups;
 pub mod session;
 
 use std::ffi::OsString;
@@ -54,6 +55,9 @@ pub struct CommandSpec {
     pub merge_stderr: bool,
     pub capture_head: usize,
     pub capture_tail: usize,
+    /// The run's list of running process groups ([`groups`]): the command's group is listed
+    /// while it runs, so that a later attempt can end what a killed pvisor left.
+    pub groups: Option<PathBuf>,
 }
 
 impl CommandSpec {
@@ -69,7 +73,14 @@ impl CommandSpec {
             merge_stderr: false,
             capture_head: DEFAULT_CAPTURE,
             capture_tail: DEFAULT_CAPTURE,
+            groups: None,
         }
+    }
+
+    /// List the command's group in `dir` while it runs ([`groups`]).
+    pub fn listed_in(mut self, dir: PathBuf) -> Self {
+        self.groups = Some(dir);
+        self
     }
 
     pub fn arg(mut self, a: impl Into<OsString>) -> Self {
@@ -260,11 +271,15 @@ pub fn run(spec: &CommandSpec) -> io::Result<CommandOutcome> {
     for (k, v) in &spec.env {
         cmd.env(k, v);
     }
+    groups::die_with_parent(&mut cmd);
     let started = Instant::now();
     let child = cmd.spawn()?;
     // The write ends now live only in the child (Command dropped its copies at spawn).
     drop(cmd);
     let pid = child.id() as i32;
+    if let Some(d) = &spec.groups {
+        groups::register(d, child.id());
+    }
 
     let mut streams = vec![Stream {
         fd: out_r,
@@ -383,6 +398,9 @@ pub fn run(spec: &CommandSpec) -> io::Result<CommandOutcome> {
     // Reap the leader.
     let mut child = child;
     let _ = child.wait();
+    if let Some(d) = &spec.groups {
+        groups::unregister(d, pid as u32);
+    }
     let duration = started.elapsed();
     if let Some(f) = log.as_mut() {
         if !log_sections[0].is_empty() {

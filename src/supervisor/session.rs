@@ -40,6 +40,7 @@ impl Buffer {
 pub struct Session {
     child: Child,
     pgid: i32,
+    groups: Option<std::path::PathBuf>,
     buf: Arc<Mutex<Buffer>>,
     started: Instant,
     deadline: Option<Instant>,
@@ -64,7 +65,11 @@ pub fn spawn(spec: &CommandSpec) -> io::Result<Session> {
     for (k, v) in &spec.env {
         cmd.env(k, v);
     }
+    super::groups::die_with_parent(&mut cmd);
     let child = cmd.spawn()?;
+    if let Some(d) = &spec.groups {
+        super::groups::register(d, child.id());
+    }
     drop(cmd);
     let mut log = match &spec.log_path {
         Some(p) => {
@@ -107,6 +112,7 @@ pub fn spawn(spec: &CommandSpec) -> io::Result<Session> {
     Ok(Session {
         child,
         pgid,
+        groups: spec.groups.clone(),
         buf,
         started: Instant::now(),
         deadline: spec.timeout.map(|t| Instant::now() + t),
@@ -196,6 +202,9 @@ impl Drop for Session {
     fn drop(&mut self) {
         super::killpg(self.pgid, libc::SIGKILL);
         let _ = self.child.wait();
+        if let Some(d) = &self.groups {
+            super::groups::unregister(d, self.pgid as u32);
+        }
     }
 }
 

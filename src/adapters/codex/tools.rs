@@ -205,7 +205,8 @@ fn spawn_merged(
     ctx: &ExecContext,
     call_id: &str,
 ) -> Result<Session, ExecError> {
-    let mut spec = CommandSpec::new(&argv[0], cwd);
+    let mut spec = CommandSpec::new(&argv[0], cwd)
+        .listed_in(crate::supervisor::groups::dir_of(&ctx.state_dir));
     spec.args = argv[1..].iter().map(Into::into).collect();
     spec.env = EXEC_ENV.iter().map(|(k, v)| (k.into(), v.into())).collect();
     spec.timeout = Some(ctx.timeout);

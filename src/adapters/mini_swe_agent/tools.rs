@@ -89,6 +89,7 @@ impl Runner {
                 cwd: self.ctx.workspace.clone(),
                 stderr_log: self.ctx.log_dir.join("mini-tools-runner.stderr.log"),
                 name: "the mini-swe-agent runner".into(),
+                groups: Some(crate::supervisor::groups::dir_of(&self.ctx.state_dir)),
             })?;
             let hello = c.call(json!({"op": "hello"}))?;
             let v = hello["version"].as_str().unwrap_or("");

@@ -101,6 +101,7 @@ impl Runner {
                 cwd: self.ctx.workspace.clone(),
                 stderr_log: self.ctx.log_dir.join("openhands-tools-runner.stderr.log"),
                 name: "the OpenHands runner".into(),
+                groups: Some(crate::supervisor::groups::dir_of(&self.ctx.state_dir)),
             })?;
             let hello = c.call(json!({"op": "hello"}))?;
             let v = hello["sdk_version"].as_str().unwrap_or("");

@@ -65,6 +65,7 @@ impl ToolProcess {
         env: &[(String, String)],
         cwd: &Path,
         stderr_path: &Path,
+        groups: Option<std::path::PathBuf>,
     ) -> Result<ToolProcess, String> {
         let mut env = env.to_vec();
         env.extend(command_env(script, &json!({"mode": "tools"})));
@@ -75,6 +76,7 @@ impl ToolProcess {
             cwd: cwd.to_path_buf(),
             stderr_log: stderr_path.to_path_buf(),
             name: "the Pi runner (Pi's Node CLI, which loads it from NODE_OPTIONS)".into(),
+            groups,
         })?;
         Ok(ToolProcess { inner })
     }

@@ -95,6 +95,7 @@ impl Runner {
                 &env,
                 &self.ctx.workspace,
                 &self.ctx.log_dir.join("pi-tools-runner.stderr.log"),
+                Some(crate::supervisor::groups::dir_of(&self.ctx.state_dir)),
             )
             .map_err(fail)?;
             self.process = Some(p);

@@ -136,6 +136,7 @@ pub(crate) fn run(input: &Value, cx: &mut Cx<'_>) -> Result<Output, ExecError> {
         shell_quote(&cwd_path.to_string_lossy())
     );
     let mut spec = CommandSpec::new("/bin/bash", &run_dir)
+        .listed_in(crate::supervisor::groups::dir_of(&cx.exec.state_dir))
         .arg("-c")
         .arg(script);
     spec.merge_stderr = true;

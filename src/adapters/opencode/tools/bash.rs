@@ -112,7 +112,10 @@ pub fn run(
         ));
     }
     let cwd = super::confined(ctx, &cwd)?;
-    let mut spec = CommandSpec::new(shell(), &cwd).arg("-c").arg(&command);
+    let mut spec = CommandSpec::new(shell(), &cwd)
+        .listed_in(crate::supervisor::groups::dir_of(&ctx.state_dir))
+        .arg("-c")
+        .arg(&command);
     spec.merge_stderr = true;
     spec.timeout = Some(
         Duration::from_millis(timeout_ms + 100).min(ctx.timeout.max(Duration::from_millis(1))),
