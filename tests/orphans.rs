@@ -8,11 +8,10 @@
 mod ns;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 const WORK: &str = "/tmp/realagent-codex.BU6ewi/work";
-const PVISOR: &str = env!("CARGO_BIN_EXE_pvisor");
 
 #[test]
 fn a_killed_replay_leaves_no_process_beside_the_resumed_call() {
@@ -57,28 +56,9 @@ fn a_killed_replay_leaves_no_process_beside_the_resumed_call() {
     .collect();
     // The first attempt, in its own mount namespace, killed while the command sleeps.
     let fresh = case.fresh();
-    std::fs::create_dir_all(fresh.join("work")).unwrap();
-    let parent = Path::new(WORK).parent().unwrap();
-    std::fs::create_dir_all(parent).unwrap();
-    let script = format!(
-        "set -e\nmount --bind '{}' '{}'\nexec \"$@\"\n",
-        fresh.display(),
-        parent.display()
-    );
     let started = Instant::now();
-    let mut child = Command::new("unshare")
-        .args([
-            "--mount",
-            "--propagation",
-            "private",
-            "--",
-            "/bin/bash",
-            "-c",
-            &script,
-            "ns",
-            PVISOR,
-        ])
-        .args(&args)
+    let mut child = case
+        .command(&args, |_| {})
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

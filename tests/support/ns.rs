@@ -59,9 +59,10 @@ impl Case {
         Command::new("chmod").arg("+x").arg(&w).status().unwrap();
         w
     }
-    /// `pvisor <args>` inside a private mount namespace with `fresh` bound at the parent of
-    /// the original workspace (so runs elsewhere that remove the workspace cannot reach it).
-    pub fn pvisor(&self, args: &[String], fresh_setup: impl FnOnce(&Path)) -> (i32, Value, String) {
+    /// The command `pvisor <args>` inside a private mount namespace with `fresh` bound at
+    /// the parent of the original workspace (so runs elsewhere that remove the workspace
+    /// cannot reach it); `fresh_setup` fills a new workspace first.
+    pub fn command(&self, args: &[String], fresh_setup: impl FnOnce(&Path)) -> Command {
         let parent = self.original.parent().unwrap();
         let fresh = self.fresh();
         if !fresh.exists() {
@@ -74,25 +75,31 @@ impl Case {
             fresh.display(),
             parent.display()
         );
-        let out = Command::new("unshare")
-            .args([
-                "--mount",
-                "--propagation",
-                "private",
-                "--",
-                "/bin/bash",
-                "-c",
-                &script,
-                "pvisor-ns",
-                PVISOR,
-            ])
-            .args(args)
-            // Helpers installed beside the agents (OpenCode's ripgrep) are found there.
-            .env(
-                "PVISOR_AGENTS_DIR",
-                Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache/agents"),
-            )
-            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        let mut cmd = Command::new("unshare");
+        cmd.args([
+            "--mount",
+            "--propagation",
+            "private",
+            "--",
+            "/bin/bash",
+            "-c",
+            &script,
+            "pvisor-ns",
+            PVISOR,
+        ])
+        .args(args)
+        // Helpers installed beside the agents (OpenCode's ripgrep) are found there.
+        .env(
+            "PVISOR_AGENTS_DIR",
+            Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache/agents"),
+        )
+        .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        cmd
+    }
+    /// `pvisor <args>` in the case's namespace ([`Case::command`]): exit code, result, stderr.
+    pub fn pvisor(&self, args: &[String], fresh_setup: impl FnOnce(&Path)) -> (i32, Value, String) {
+        let out = self
+            .command(args, fresh_setup)
             .output()
             .expect("unshare (util-linux) runs");
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
