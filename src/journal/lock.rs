@@ -109,7 +109,19 @@ mod tests {
             other => panic!("not refused: {other:?}"),
         }
         drop(held);
-        let mine = LockFile::acquire(&path).unwrap();
+        // A process another test forks in parallel holds a copy of the descriptor until it
+        // execs (close-on-exec): the lock is released then.
+        let start = std::time::Instant::now();
+        let mine = loop {
+            match LockFile::acquire(&path) {
+                Ok(l) => break l,
+                Err(e) if start.elapsed() < std::time::Duration::from_secs(5) => {
+                    let _ = e;
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(e) => panic!("the lock was not released: {e}"),
+            }
+        };
         let again = LockFile::acquire(&path).unwrap_err().to_string();
         assert!(
             again.contains(&format!("pid {}", std::process::id())),
