@@ -230,17 +230,65 @@ fn continue_and_check(
     let d = differences(&(f.mask)(&orig["body"]), &(f.mask)(&got[0]["body"]));
     assert!(
         d.is_empty(),
-        "{label}: request 1 differs from the original request N+1 at {d:?}: {}",
+        "{label}: request 1 differs from the original request N+1 at {d:?}: {}{}",
         d.iter()
             .take(3)
             .map(|p| format!(
                 "\n  {p}: {} vs {}",
-                orig["body"].pointer(p).unwrap_or(&Value::Null),
-                got[0]["body"].pointer(p).unwrap_or(&Value::Null)
+                at(&orig["body"], p),
+                at(&got[0]["body"], p)
             ))
-            .collect::<String>()
+            .collect::<String>(),
+        replay_report(case, id)
     );
     r
+}
+
+/// What a failed comparison needs to be understood from a CI log alone: the replayed calls
+/// whose observation differs from the recorded one, and the end of the runners' logs.
+fn replay_report(case: &ns::Case, id: &str) -> String {
+    let mut out = String::new();
+    let cmp = case
+        .root
+        .path()
+        .join(format!("out/{id}/observation-comparison.json"));
+    if let Ok(v) = serde_json::from_str::<Value>(&std::fs::read_to_string(&cmp).unwrap_or_default())
+    {
+        for c in v["calls"].as_array().into_iter().flatten() {
+            if c["equal_except_dynamic"] != true {
+                let diff: String = c["diff"]
+                    .as_str()
+                    .unwrap_or("")
+                    .chars()
+                    .take(1500)
+                    .collect();
+                out += &format!(
+                    "\n  replayed call {}/{} ({}) differs:\n{diff}",
+                    c["batch"], c["call"], c["tool"]
+                );
+            }
+        }
+    }
+    let logs = case.state(id).join("logs");
+    for e in std::fs::read_dir(&logs).into_iter().flatten().flatten() {
+        let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+        let tail: Vec<&str> = text.lines().rev().take(25).collect();
+        if !tail.is_empty() {
+            out += &format!(
+                "\n  end of {}:\n    {}",
+                e.path().display(),
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n    ")
+            );
+        }
+    }
+    out
+}
+
+/// The value at a path of [`differences`] (`/messages[3]/content`), shortened for a message.
+fn at(v: &Value, path: &str) -> String {
+    let pointer = path.replace('[', "/").replace(']', "");
+    let s = v.pointer(&pointer).unwrap_or(&Value::Null).to_string();
+    s.chars().take(400).collect()
 }
 
 #[test]
