@@ -98,13 +98,13 @@ pub fn run(start: Start, registry: &Registry) -> Outcome {
     };
     let mut rec = Recorder::new(journal, state, BlobStore::new(&req.state_dir));
     // Processes an earlier attempt of this run left (the rest of a group whose leader died
-    // with it) end before anything runs again.
+    // with it, a command the agent detached) end before anything runs again.
     let ended = crate::supervisor::groups::end_left_over(&crate::supervisor::groups::dir_of(
         &req.state_dir,
     ));
     if !ended.is_empty() {
         eprintln!(
-            "[pvisor] ended {} process group(s) an earlier attempt of this run left running: {ended:?}",
+            "[pvisor] ended {} process group(s) or process(es) an earlier attempt of this run left running: {ended:?}",
             ended.len()
         );
     }

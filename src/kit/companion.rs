@@ -52,7 +52,7 @@ impl Companion {
             .stdout(Stdio::piped())
             .stderr(Stdio::from(err))
             .process_group(0);
-        crate::supervisor::groups::die_with_parent(&mut command);
+        crate::supervisor::groups::die_with_parent(&mut command, cmd.groups.as_deref());
         let mut child = command
             .spawn()
             .map_err(|e| format!("cannot start {} ({}): {e}", cmd.name, cmd.program.display()))?;

@@ -15,7 +15,7 @@ use crate::protocol::Protocol;
 use journal_format::event::{AgentExited, AgentStatus, ContinuationStarted, StopReason, StoppedBy};
 use journal_format::Event;
 use std::collections::VecDeque;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
@@ -247,7 +247,10 @@ fn kill_group(pid: Option<u32>, sig: i32) {
 
 /// The agent's process: exactly `cmd`'s program, arguments, environment and directory, in
 /// its own process group, killed with pvisor.
-fn agent_process(cmd: &AgentCommand) -> Result<tokio::process::Command, AdapterError> {
+fn agent_process(
+    cmd: &AgentCommand,
+    groups: Option<&Path>,
+) -> Result<tokio::process::Command, AdapterError> {
     let mut command = tokio::process::Command::new(&cmd.program);
     match &cmd.stdout_file {
         Some(f) => {
@@ -275,7 +278,7 @@ fn agent_process(cmd: &AgentCommand) -> Result<tokio::process::Command, AdapterE
         .kill_on_drop(true);
     // If pvisor dies (crash, SIGKILL) the agent must not live on against a dead bridge and
     // keep appending to its session while a resumed run reads it.
-    crate::supervisor::groups::die_with_parent(command.as_std_mut());
+    crate::supervisor::groups::die_with_parent(command.as_std_mut(), groups);
     Ok(command)
 }
 
@@ -445,7 +448,7 @@ where
         neutralized: cmd.neutralized.clone(),
     })))?;
 
-    let mut command = agent_process(&cmd)?;
+    let mut command = agent_process(&cmd, spec.groups.as_deref())?;
     let mut child = command.spawn().map_err(|e| {
         AdapterError::Continuation(format!("cannot start {}: {e}", cmd.program.display()))
     })?;

@@ -1,10 +1,13 @@
 //! No orphans: every process group a run starts (tool commands, shell sessions, companion
 //! runners, the agent CLI) is listed in the run's state dir while it runs
 //! (`<state>/processes/<pgid>`, holding the leader's start time), and its leader dies with
-//! pvisor ([`die_with_parent`]: `PR_SET_PDEATHSIG`). What a killed pvisor cannot end itself —
-//! the rest of a group whose leader died with it (`sleep 100 &`, a command a shell was
-//! running) — the next attempt ends first ([`end_left_over`]), before anything runs again, so
-//! a resumed call never runs beside the interrupted one.
+//! pvisor ([`die_with_parent`]: `PR_SET_PDEATHSIG`). Every such process also carries the run's
+//! mark in its environment ([`MARK_VAR`]), which its descendants inherit even when they leave
+//! the group and the session (Claude Code starts each Bash command with `setsid`). What a
+//! killed pvisor cannot end itself — the rest of a group whose leader died with it
+//! (`sleep 100 &`), a detached command the agent was running — the next attempt ends first
+//! ([`end_left_over`]), before anything runs again, so a resumed call never runs beside the
+//! interrupted one.
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -14,15 +17,40 @@ pub fn dir_of(state_dir: &Path) -> PathBuf {
     state_dir.join("processes")
 }
 
-/// The start time of process `pid` (clock ticks since boot, `/proc/<pid>/stat` field 22).
-fn start_time(pid: i32) -> Option<u64> {
+/// The fields of `/proc/<pid>/stat` after the command name: state, ppid, pgrp, … (index 0 is
+/// field 3 of proc(5)).
+fn stat_fields(pid: i32) -> Option<Vec<String>> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
+    Some(rest.split_whitespace().map(str::to_string).collect())
 }
 
-/// Arm `cmd` so that its process gets SIGKILL when the thread that starts it (pvisor's) dies.
-pub fn die_with_parent(cmd: &mut std::process::Command) {
+/// The start time of process `pid` (clock ticks since boot, `/proc/<pid>/stat` field 22).
+fn start_time(pid: i32) -> Option<u64> {
+    stat_fields(pid)?.get(19)?.parse().ok()
+}
+
+/// The process group of process `pid` (`/proc/<pid>/stat` field 5).
+fn pgrp_of(pid: i32) -> Option<i32> {
+    stat_fields(pid)?.get(2)?.parse().ok()
+}
+
+/// The environment variable that marks every process a run starts, and their descendants.
+pub const MARK_VAR: &str = "PVISOR_RUN_MARK";
+
+/// The mark of the run whose process list is `dir`: unique per state dir.
+pub fn mark_of(dir: &Path) -> String {
+    let h = blake3::hash(dir.as_os_str().as_encoded_bytes()).to_hex();
+    format!("pvisor-{}", &h[..24])
+}
+
+/// Arm `cmd` so that its process gets SIGKILL when the thread that starts it (pvisor's) dies,
+/// and, for a run's process (`run`: its process list, [`dir_of`]), mark it and its
+/// descendants as the run's ([`MARK_VAR`]).
+pub fn die_with_parent(cmd: &mut std::process::Command, run: Option<&Path>) {
+    if let Some(dir) = run {
+        cmd.env(MARK_VAR, mark_of(dir));
+    }
     let parent = std::process::id() as libc::pid_t;
     // SAFETY: prctl and getppid are async-signal-safe; nothing else runs between fork and exec.
     unsafe {
@@ -62,27 +90,60 @@ fn members(pgid: i32, since: u64) -> Vec<i32> {
         let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
             continue;
         };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        let Some(f) = stat_fields(pid) else {
             continue;
         };
-        let Some(close) = stat.rfind(')') else {
-            continue;
-        };
-        let f: Vec<&str> = stat[close + 1..].split_whitespace().collect();
-        // After the command: state ppid pgrp … starttime (index 19).
         let pgrp = f.get(2).and_then(|x| x.parse::<i32>().ok());
         let start = f.get(19).and_then(|x| x.parse::<u64>().ok());
-        if pgrp == Some(pgid) && start.is_some_and(|s| s >= since) && f.first() != Some(&"Z") {
+        if pgrp == Some(pgid) && start.is_some_and(|s| s >= since) && f[0] != "Z" {
             out.push(pid);
         }
     }
     out
 }
 
-/// End every listed group an earlier process of this run left running, and unlist it.
-/// A group whose id was reused by another leader since (a live leader with another start
-/// time) is left alone. Returns the groups ended.
+/// The processes other than this one whose environment carries `mark` ([`MARK_VAR`]).
+fn marked(mark: &str) -> Vec<i32> {
+    let needle = format!("{MARK_VAR}={mark}");
+    let me = std::process::id() as i32;
+    let mut out = vec![];
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        if env.split(|b| *b == 0).any(|v| v == needle.as_bytes()) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// End every process an earlier attempt of this run left running: every listed group (a
+/// group whose id was reused by another leader since, a live leader with another start time,
+/// is left alone), and every process that carries the run's mark, wherever it moved (a
+/// detached command). Returns the groups and processes ended.
 pub fn end_left_over(dir: &Path) -> Vec<u32> {
+    let mut ended = end_listed(dir);
+    for pid in marked(&mark_of(dir)) {
+        if pgrp_of(pid).is_some_and(|g| ended.contains(&(g as u32))) {
+            continue; // ended with its listed group
+        }
+        // SAFETY: signalling a process of this run (its environment carries the mark).
+        if unsafe { libc::kill(pid, libc::SIGKILL) } == 0 && !ended.contains(&(pid as u32)) {
+            ended.push(pid as u32);
+        }
+    }
+    ended
+}
+
+/// End the listed groups still running, and unlist them.
+fn end_listed(dir: &Path) -> Vec<u32> {
     let mut ended = vec![];
     for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let path = e.path();
@@ -141,21 +202,70 @@ mod tests {
         leader.wait().unwrap();
         assert!(std::path::Path::new(&format!("/proc/{job}")).exists());
         assert_eq!(end_left_over(&dir), vec![pgid]);
-        for _ in 0..100 {
-            let gone = std::fs::read_to_string(format!("/proc/{job}/stat"))
-                .map(|s| s.contains(") Z "))
-                .unwrap_or(true);
-            if gone {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        let gone = std::fs::read_to_string(format!("/proc/{job}/stat"))
-            .map(|s| s.contains(") Z "))
-            .unwrap_or(true);
-        assert!(gone, "the background job of the dead leader still runs");
+        assert!(
+            ends(job),
+            "the background job of the dead leader still runs"
+        );
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
         // Nothing listed: nothing to do.
         assert!(end_left_over(&dir).is_empty());
+    }
+
+    /// Whether process `pid` is gone (or a zombie) within two seconds.
+    fn ends(pid: i32) -> bool {
+        let gone = || {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map(|s| s.contains(") Z "))
+                .unwrap_or(true)
+        };
+        for _ in 0..100 {
+            if gone() {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        gone()
+    }
+
+    /// A command that left the run's group and session (as Claude Code starts its Bash
+    /// commands) still carries the run's mark, and the next attempt ends it; another run's
+    /// processes are left alone.
+    #[test]
+    fn a_detached_descendant_is_ended_by_its_mark() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = dir_of(&d.path().join("a"));
+        let other = dir_of(&d.path().join("b"));
+        let mut spawn = |run: &Path| {
+            let mut cmd = Command::new("/bin/sh");
+            cmd.args(["-c", "setsid sleep 60 & echo $!; wait"])
+                .process_group(0)
+                .stdout(Stdio::piped());
+            die_with_parent(&mut cmd, Some(run));
+            let mut leader = cmd.spawn().unwrap();
+            let mut line = String::new();
+            std::io::BufRead::read_line(
+                &mut std::io::BufReader::new(leader.stdout.take().unwrap()),
+                &mut line,
+            )
+            .unwrap();
+            let job: i32 = line.trim().parse().unwrap();
+            leader.kill().unwrap();
+            leader.wait().unwrap();
+            job
+        };
+        let (job, foreign) = (spawn(&dir), spawn(&other));
+        let stat = std::fs::read_to_string(format!("/proc/{job}/stat")).unwrap();
+        let sid: i32 = stat[stat.rfind(')').unwrap() + 1..]
+            .split_whitespace()
+            .nth(3)
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(sid, job, "the job leads its own session");
+        assert_eq!(end_left_over(&dir), vec![job as u32]);
+        assert!(ends(job), "the detached job of the run still runs");
+        assert!(!ends(foreign), "another run's process was ended");
+        assert_eq!(end_left_over(&other), vec![foreign as u32]);
+        assert!(ends(foreign));
     }
 }

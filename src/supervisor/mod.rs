@@ -271,7 +271,7 @@ pub fn run(spec: &CommandSpec) -> io::Result<CommandOutcome> {
     for (k, v) in &spec.env {
         cmd.env(k, v);
     }
-    groups::die_with_parent(&mut cmd);
+    groups::die_with_parent(&mut cmd, spec.groups.as_deref());
     let started = Instant::now();
     let child = cmd.spawn()?;
     // The write ends now live only in the child (Command dropped its copies at spawn).

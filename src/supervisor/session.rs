@@ -65,7 +65,7 @@ pub fn spawn(spec: &CommandSpec) -> io::Result<Session> {
     for (k, v) in &spec.env {
         cmd.env(k, v);
     }
-    super::groups::die_with_parent(&mut cmd);
+    super::groups::die_with_parent(&mut cmd, spec.groups.as_deref());
     let child = cmd.spawn()?;
     if let Some(d) = &spec.groups {
         super::groups::register(d, child.id());
