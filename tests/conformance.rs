@@ -392,7 +392,17 @@ fn kill_subset_resumes_to_the_same_result() {
         let plan = f.plan();
         let n = plan.max_boundary().div_ceil(2);
         let whole_case = f.case();
+        let started = std::time::Instant::now();
         let whole = continue_and_check(&f, &whole_case, "whole", n, None);
+        let took = started.elapsed();
+        random_kills(
+            &f,
+            n,
+            &whole,
+            &whole_case,
+            took,
+            agent.capabilities.resume_live,
+        );
         let points: Vec<(&str, u64)> = vec![
             (
                 "a call of the prefix started",
@@ -462,6 +472,174 @@ fn kill_subset_resumes_to_the_same_result() {
             );
         }
     }
+}
+
+/// Every file of a workspace with its content.
+fn contents(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    file_states(dir)
+        .into_iter()
+        .map(|(p, _, bytes)| (p, bytes))
+        .collect()
+}
+
+/// SIGKILLs at random instants (before 95% of `took`) of the continuation `whole`, the first
+/// resume killed too now and then, the rest resumed three days later until done: each must
+/// end as the uninterrupted run, with the same workspace (an effect that ran twice would show).
+/// One kill per adapter in the suite; `PVISOR_KILL_FULL=1` runs `PVISOR_KILLS` (default 40)
+/// per adapter, `PVISOR_KILL_SEED` repeats a sequence. A kill after the agent started, for an
+/// adapter whose live part cannot be resumed, must be refused with exit 11 (counted apart).
+fn random_kills(
+    f: &Fixture,
+    n: usize,
+    whole: &Value,
+    whole_case: &ns::Case,
+    took: std::time::Duration,
+    resume_live: bool,
+) {
+    let full = std::env::var("PVISOR_KILL_FULL").is_ok_and(|v| v == "1");
+    let kills: usize = if full {
+        std::env::var("PVISOR_KILLS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(40)
+    } else {
+        1
+    };
+    let mut seed: u64 = std::env::var("PVISOR_KILL_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+                | 1
+        });
+    eprintln!("{}: random kills, seed {seed}", f.name);
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let work = |case: &ns::Case| case.fresh().join(f.original_cwd.file_name().unwrap());
+    let want = contents(&work(whole_case));
+    let plan = f.plan();
+    let (mut equal, mut refused, mut late) = (0, 0, 0);
+    for k in 1..=kills {
+        let mut case = f.case();
+        let entry = case.wrap(&(f.entrypoint)());
+        let mut args: Vec<String> = f.continue_args(&plan, n, 2, &entry);
+        if let Some((_, p)) = f.prompts.iter().find(|(b, _)| *b == n) {
+            args.extend(["--boundary-user-prompt".to_string(), p.clone()]);
+        }
+        let at =
+            std::time::Duration::from_millis(next() % (took.as_millis() as u64 * 19 / 20).max(1));
+        let killed = kill_at(&case, f, n, &args, at);
+        if !killed {
+            late += 1;
+            continue;
+        }
+        // Resumed three days later; the first resume is killed too, one time in three.
+        case.set_faketime(Some("+3d"));
+        let mut r = None;
+        for attempt in 0..6 {
+            if attempt == 0 && next() % 3 == 0 {
+                let at =
+                    std::time::Duration::from_millis(next() % (took.as_millis() as u64).max(1));
+                let mut child = case
+                    .command(&resume_args(&case), |w| (f.seed)(w))
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                    .unwrap();
+                std::thread::sleep(at);
+                let _ = child.kill();
+                let _ = child.wait();
+                continue;
+            }
+            let ran = f.resume(&case, "k");
+            if ran.code == 2 && ran.stderr.contains("holds no run request") {
+                // Killed before the run request was durable: the same command starts it.
+                r = Some(f.replay(&case, "k", n, None, &args));
+                break;
+            }
+            r = Some(ran);
+            break;
+        }
+        let r = r.expect("a resume ran to its end");
+        if r.code == 11 && !resume_live {
+            assert!(
+                r.stderr.contains("cannot resume a continuation"),
+                "{} kill {k}: {}",
+                f.name,
+                r.stderr
+            );
+            refused += 1;
+            eprintln!(
+                "{} kill {k} at {at:?}: resume refused, as its capabilities say",
+                f.name
+            );
+            continue;
+        }
+        let got = r.ok(&format!("{} kill {k} at {at:?}", f.name)).clone();
+        assert_eq!(
+            outcome(&got),
+            outcome(whole),
+            "{} kill {k} at {at:?}: the resumed run ends as the uninterrupted one",
+            f.name
+        );
+        assert!(
+            contents(&work(&case)) == want,
+            "{} kill {k} at {at:?}: the workspace differs from the uninterrupted run's",
+            f.name
+        );
+        equal += 1;
+        eprintln!(
+            "{} kill {k} at {at:?}: resumed to the same outcome and workspace",
+            f.name
+        );
+    }
+    eprintln!(
+        "{}: {kills} kill(s): {equal} equal, {refused} refused as documented, {late} after the end",
+        f.name
+    );
+}
+
+fn resume_args(case: &ns::Case) -> Vec<String> {
+    vec![
+        "replay".into(),
+        "--resume-journal".into(),
+        case.state("k").display().to_string(),
+    ]
+}
+
+/// Start the continuation `k` in `case` and SIGKILL pvisor after `at`; false when it ended first.
+fn kill_at(
+    case: &ns::Case,
+    f: &Fixture,
+    n: usize,
+    extra: &[String],
+    at: std::time::Duration,
+) -> bool {
+    let args = f.replay_args(case, "k", n, None, extra);
+    let mut child = case
+        .command(&args, |w| (f.seed)(w))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + at;
+    while std::time::Instant::now() < deadline {
+        if child.try_wait().unwrap().is_some() {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let ended = child.try_wait().unwrap().is_some();
+    let _ = child.kill();
+    let _ = child.wait();
+    !ended
 }
 
 #[test]

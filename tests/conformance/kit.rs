@@ -97,6 +97,24 @@ impl Fixture {
         trajectory: Option<&Path>,
         extra: &[String],
     ) -> Ran {
+        let args = self.replay_args(case, id, n, trajectory, extra);
+        let (code, result, stderr) = case.pvisor(&args, |w| (self.seed)(w));
+        Ran {
+            code,
+            result,
+            stderr,
+        }
+    }
+
+    /// The arguments of [`Fixture::replay`].
+    pub fn replay_args(
+        &self,
+        case: &Case,
+        id: &str,
+        n: usize,
+        trajectory: Option<&Path>,
+        extra: &[String],
+    ) -> Vec<String> {
         let mut args: Vec<String> = [
             "replay",
             "--agent",
@@ -118,12 +136,7 @@ impl Fixture {
         .map(|s| s.to_string())
         .collect();
         args.extend(extra.iter().cloned());
-        let (code, result, stderr) = case.pvisor(&args, |w| (self.seed)(w));
-        Ran {
-            code,
-            result,
-            stderr,
-        }
+        args
     }
 
     pub fn resume(&self, case: &Case, id: &str) -> Ran {
