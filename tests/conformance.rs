@@ -486,7 +486,8 @@ fn contents(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
 /// resume killed too now and then, the rest resumed three days later until done: each must
 /// end as the uninterrupted run, with the same workspace (an effect that ran twice would show).
 /// One kill per adapter in the suite; `PVISOR_KILL_FULL=1` runs `PVISOR_KILLS` (default 40)
-/// per adapter, `PVISOR_KILL_SEED` repeats a sequence. A kill after the agent started, for an
+/// per adapter, `PVISOR_KILL_SEED` repeats a sequence, `PVISOR_KILL_KEEP=1` keeps the cases'
+/// directories. A kill after the agent started, for an
 /// adapter whose live part cannot be resumed, must be refused with exit 11 (counted apart).
 fn random_kills(
     f: &Fixture,
@@ -526,8 +527,18 @@ fn random_kills(
     let want = contents(&work(whole_case));
     let plan = f.plan();
     let (mut equal, mut refused, mut late) = (0, 0, 0);
+    let keep = std::env::var("PVISOR_KILL_KEEP").is_ok_and(|v| v == "1");
     for k in 1..=kills {
         let mut case = f.case();
+        if keep {
+            // PVISOR_KILL_KEEP=1 keeps every case's state, output and workspace.
+            case.root.disable_cleanup(true);
+            eprintln!(
+                "{} kill {k}: keeping {}",
+                f.name,
+                case.root.path().display()
+            );
+        }
         let entry = case.wrap(&(f.entrypoint)());
         let mut args: Vec<String> = f.continue_args(&plan, n, 2, &entry);
         if let Some((_, p)) = f.prompts.iter().find(|(b, _)| *b == n) {
@@ -559,7 +570,12 @@ fn random_kills(
                 continue;
             }
             let ran = f.resume(&case, "k");
-            if ran.code == 2 && ran.stderr.contains("holds no run request") {
+            if ran.code == 2
+                && (ran.stderr.contains("holds no run request")
+                    || ran
+                        .stderr
+                        .contains("not a journal file nor a run state directory"))
+            {
                 // Killed before the run request was durable: the same command starts it.
                 r = Some(f.replay(&case, "k", n, None, &args));
                 break;

@@ -235,7 +235,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let dir = dir_of(&d.path().join("a"));
         let other = dir_of(&d.path().join("b"));
-        let mut spawn = |run: &Path| {
+        let spawn = |run: &Path| {
             let mut cmd = Command::new("/bin/sh");
             cmd.args(["-c", "setsid sleep 60 & echo $!; wait"])
                 .process_group(0)

@@ -488,10 +488,19 @@ pub fn resume_cut(
             }
         }
     }
-    let live = super::rebuild::with_recorded_extras(
+    let mut live = super::rebuild::with_recorded_extras(
         super::rebuild::render_messages(&conversational),
         &blobs,
     );
+    // An earlier resume on another day left Claude's date-change notice right after the
+    // prefix; Claude renders it there again, and the bridge removes it there as a transport
+    // item (`claude:date_change_notice`), so it is not part of the live conversation.
+    if live
+        .first()
+        .is_some_and(super::request_rules::is_date_change_notice)
+    {
+        live.remove(0);
+    }
     if live
         .first()
         .and_then(|m| m.get("role"))
@@ -736,8 +745,12 @@ mod tests {
         f += &line(
             json!({"type": "user", "isMeta": true, "uuid": "m", "parentUuid": "b", "sessionId": SID, "message": {"role": "user", "content": [{"type": "text", "text": "PVISOR-RESUME-0123456789abcdef01234567"}]}}),
         );
+        // attempt 1 ran on another day: Claude noted the date change after the prefix
         f += &line(
-            json!({"type": "assistant", "uuid": "a1", "parentUuid": "m", "sessionId": SID, "message": {"id": "msg1", "role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "echo 1"}}]}}),
+            json!({"type": "attachment", "uuid": "d", "parentUuid": "m", "sessionId": SID, "attachment": {"type": "date", "date": "2026-12-05", "changed": true}, "rendered": [{"content": "<system-reminder>\nThe date has changed. Today's date is now 2026-12-05. No need to announce the new date — the user's own clock shows it.\n</system-reminder>"}], "renderedRole": "system"}),
+        );
+        f += &line(
+            json!({"type": "assistant", "uuid": "a1", "parentUuid": "d", "sessionId": SID, "message": {"id": "msg1", "role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "echo 1"}}]}}),
         );
         f += &line(
             json!({"type": "user", "uuid": "u1", "parentUuid": "a1", "sessionId": SID, "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "1"}]}}),
@@ -772,6 +785,10 @@ mod tests {
         assert_eq!(
             recs[1]["parentUuid"], "b",
             "re-parented past the removed nonce record"
+        );
+        assert_eq!(
+            recs[1]["type"], "attachment",
+            "the date notice stays in the session"
         );
         // nothing after the last complete turn: no interrupted turn
         let (info, _) = resume_cut(&text, prefix.len()).unwrap();

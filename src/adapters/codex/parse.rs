@@ -162,6 +162,8 @@ pub struct ParsedRollout {
     /// Per reply (1-based number - 1): the line indexes of its items.
     pub replies: Vec<Vec<usize>>,
     plan: Plan,
+    /// Call id -> index into `calls` (the first call of an id, as a search in file order finds).
+    by_id: std::collections::HashMap<String, usize>,
 }
 
 impl ParsedRollout {
@@ -171,7 +173,7 @@ impl ParsedRollout {
 
     /// The call record of a call id.
     pub fn call(&self, call_id: &str) -> Option<&CallRecord> {
-        self.calls.iter().find(|c| c.call.call_id == call_id)
+        self.calls.get(*self.by_id.get(call_id)?)
     }
 }
 
@@ -223,6 +225,10 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<ParsedRollout, Trajector
     let meta = session_meta(path, &lines)?;
     let (calls, replies) = replies_and_calls(path, &lines, meta.era)?;
     let batches = batches(&calls);
+    let mut by_id = std::collections::HashMap::with_capacity(calls.len());
+    for (i, c) in calls.iter().enumerate() {
+        by_id.entry(c.call.call_id.clone()).or_insert(i);
+    }
     let plan = Plan {
         agent: AGENT.into(),
         recorded_version: meta.cli_version.clone(),
@@ -243,6 +249,7 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<ParsedRollout, Trajector
         calls,
         replies,
         plan,
+        by_id,
     })
 }
 

@@ -32,18 +32,14 @@ impl Parsed {
     pub fn plan(&self) -> &Plan {
         &self.plan
     }
-    /// The recorded `ActionEvent` of call `call_id`.
-    pub fn action_of(&self, call_id: &str) -> Option<&Value> {
-        let (b, c) = self
-            .plan
+    /// Every call's id with its recorded `ActionEvent`, in plan order.
+    pub fn actions(&self) -> impl Iterator<Item = (&str, &Value)> {
+        self.plan
             .batches
             .iter()
-            .enumerate()
-            .find_map(|(b, batch)| {
-                let c = batch.calls.iter().position(|c| c.call_id == call_id)?;
-                Some((b, c))
-            })?;
-        self.events.get(*self.sites.get(b)?.0.get(c)?)
+            .zip(&self.sites)
+            .flat_map(|(batch, (actions, _))| batch.calls.iter().zip(actions))
+            .filter_map(|(c, &i)| Some((c.call_id.as_str(), self.events.get(i)?)))
     }
     /// The conversation id (`base_state.id`).
     pub fn conversation_id(&self) -> &str {

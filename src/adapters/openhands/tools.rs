@@ -66,11 +66,8 @@ impl Runner {
         // A Python without the SDK is named as such (quick: no SDK import).
         super::runner::probe_version(&entrypoint)?;
         let actions = parsed
-            .plan()
-            .batches
-            .iter()
-            .flat_map(|b| &b.calls)
-            .filter_map(|c| Some((c.call_id.clone(), parsed.action_of(&c.call_id)?.clone())))
+            .actions()
+            .map(|(id, action)| (id.to_string(), action.clone()))
             .collect();
         let mut r = Runner {
             ctx: ctx.clone(),
