@@ -488,19 +488,10 @@ pub fn resume_cut(
             }
         }
     }
-    let mut live = super::rebuild::with_recorded_extras(
+    let live = super::rebuild::with_recorded_extras(
         super::rebuild::render_messages(&conversational),
         &blobs,
     );
-    // An earlier resume on another day left Claude's date-change notice right after the
-    // prefix; Claude renders it there again, and the bridge removes it there as a transport
-    // item (`claude:date_change_notice`), so it is not part of the live conversation.
-    if live
-        .first()
-        .is_some_and(super::request_rules::is_date_change_notice)
-    {
-        live.remove(0);
-    }
     if live
         .first()
         .and_then(|m| m.get("role"))
@@ -558,8 +549,9 @@ pub struct CleanedSession {
 }
 
 /// Remove the resume's transport records from what Claude appended after the rebuilt prefix:
-/// `queue-operation` records, the `isMeta` user record carrying the resume text, and a
-/// `last-prompt` naming it; children of a removed record are re-parented to its parent.
+/// `queue-operation` records, the `isMeta` user record carrying the resume text, the
+/// date-change `attachment` right after it (a resume on another day), and a `last-prompt`
+/// naming the resume text; children of a removed record are re-parented to its parent.
 /// Fails when the file no longer starts with the rebuilt bytes, when an appended record names
 /// another session, or when the resume text survives anywhere in the appended part.
 pub fn clean_continued(
@@ -615,6 +607,16 @@ pub fn clean_continued(
                 .get("lastPrompt")
                 .and_then(Value::as_str)
                 .is_some_and(|t| t == resume_text || is_nonce(t)),
+            // The date-change notice a resume on another day adds right after its resume
+            // text: a transport item the bridge removes (`claude:date_change_notice`). Kept,
+            // a later resume would render it again inside the live part.
+            "attachment" => {
+                v.pointer("/attachment/type").and_then(Value::as_str) == Some("date")
+                    && v.pointer("/attachment/changed").and_then(Value::as_bool) == Some(true)
+                    && v.get("parentUuid")
+                        .and_then(Value::as_str)
+                        .is_some_and(|p| removed_parent.contains_key(p))
+            }
             _ => false,
         };
         if drop {
@@ -769,7 +771,7 @@ mod tests {
             "PVISOR-RESUME-ffffffffffffffffffffffff",
         )
         .unwrap();
-        assert_eq!(c.removed, ["user"]);
+        assert_eq!(c.removed, ["user", "attachment"]);
         let (info, text) = resume_cut(&c.text, prefix.len()).unwrap();
         assert_eq!(info.complete_turns, 1);
         assert_eq!(info.interrupted.as_ref().unwrap()[0].0, "t2");
@@ -787,8 +789,8 @@ mod tests {
             "re-parented past the removed nonce record"
         );
         assert_eq!(
-            recs[1]["type"], "attachment",
-            "the date notice stays in the session"
+            recs[1]["uuid"], "a1",
+            "the date notice of the resume is gone"
         );
         // nothing after the last complete turn: no interrupted turn
         let (info, _) = resume_cut(&text, prefix.len()).unwrap();
