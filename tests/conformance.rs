@@ -27,6 +27,8 @@
 mod claude;
 #[path = "support/codex.rs"]
 mod codex;
+#[path = "support/kills.rs"]
+mod kills;
 #[path = "support/mini.rs"]
 mod mini;
 #[path = "support/ns.rs"]
@@ -497,32 +499,10 @@ fn random_kills(
     took: std::time::Duration,
     resume_live: bool,
 ) {
-    let full = std::env::var("PVISOR_KILL_FULL").is_ok_and(|v| v == "1");
-    let kills: usize = if full {
-        std::env::var("PVISOR_KILLS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(40)
-    } else {
-        1
-    };
-    let mut seed: u64 = std::env::var("PVISOR_KILL_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-                | 1
-        });
-    eprintln!("{}: random kills, seed {seed}", f.name);
-    let mut next = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let kills = kills::count(1, 40);
+    let mut rng = kills::Rng::from_env();
+    eprintln!("{}: random kills, seed {}", f.name, rng.seed());
+    let mut next = move || rng.next();
     let work = |case: &ns::Case| case.fresh().join(f.original_cwd.file_name().unwrap());
     let want = contents(&work(whole_case));
     let plan = f.plan();

@@ -11,6 +11,8 @@
 
 #[path = "support/claude.rs"]
 mod claude;
+#[path = "support/kills.rs"]
+mod kills;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -343,21 +345,6 @@ impl Harness {
     }
 }
 
-fn full() -> bool {
-    std::env::var("PVISOR_KILL_FULL").is_ok_and(|v| v == "1")
-}
-
-/// A small deterministic PRNG (xorshift), seeded from the clock unless PVISOR_KILL_SEED is set.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
 #[test]
 fn kill_anywhere_and_resume() {
     let h = setup();
@@ -385,7 +372,7 @@ fn kill_anywhere_and_resume() {
     );
 
     // (a) a failpoint after every event k (the last one, run_finished, leaves nothing to do).
-    let ks: Vec<u64> = if full() {
+    let ks: Vec<u64> = if kills::full() {
         (1..total).collect()
     } else {
         // By meaning, in the baseline's journal: the request, a call mid-replay, the
@@ -429,7 +416,7 @@ fn kill_anywhere_and_resume() {
         .filter(|e| matches!(e.event, Event::ToolCallFinished(_)))
         .map(|e| e.seq)
         .collect();
-    let before_ks: Vec<u64> = if full() {
+    let before_ks: Vec<u64> = if kills::full() {
         finished_seqs
     } else {
         // the non-idempotent Bash of batch 5 (the last prefix call)
@@ -480,26 +467,10 @@ fn kill_anywhere_and_resume() {
     eprintln!("failpoints: {} runs ok, {stops31} stopped with exit 31, {doubles} accounted double executions", points.len());
 
     // (b) SIGKILL at random instants.
-    let kills: usize = if full() {
-        std::env::var("PVISOR_KILLS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(50)
-    } else {
-        4
-    };
-    let seed = std::env::var("PVISOR_KILL_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-                | 1
-        });
+    let kills = kills::count(4, 50);
+    let mut rng = kills::Rng::from_env();
+    let seed = rng.seed();
     eprintln!("SIGKILL seed {seed} (PVISOR_KILL_SEED={seed} repeats it)");
-    let mut rng = Rng(seed);
     let (mut landed, mut attempts, mut stops31, mut doubles) = (0, 0, 0, 0);
     while landed < kills && attempts < kills * 3 {
         attempts += 1;

@@ -182,24 +182,9 @@ mod tests {
     fn the_rest_of_a_group_left_behind_is_ended() {
         let d = tempfile::tempdir().unwrap();
         let dir = dir_of(d.path());
-        let mut leader = Command::new("/bin/sh")
-            .args(["-c", "sleep 60 & echo $!; wait"])
-            .process_group(0)
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let pgid = leader.id();
-        register(&dir, pgid);
-        let mut line = String::new();
-        std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(leader.stdout.take().unwrap()),
-            &mut line,
-        )
-        .unwrap();
-        let job: i32 = line.trim().parse().unwrap();
-        // The leader dies (as PDEATHSIG kills it with pvisor); its job lives on.
-        leader.kill().unwrap();
-        leader.wait().unwrap();
+        let mut cmd = Command::new("/bin/sh");
+        cmd.args(["-c", "sleep 60 & echo $!; wait"]);
+        let (pgid, job) = leader_leaving(cmd, |pgid| register(&dir, pgid));
         assert!(std::path::Path::new(&format!("/proc/{job}")).exists());
         assert_eq!(end_left_over(&dir), vec![pgid]);
         assert!(
@@ -209,6 +194,24 @@ mod tests {
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
         // Nothing listed: nothing to do.
         assert!(end_left_over(&dir).is_empty());
+    }
+
+    /// Start `cmd` (a shell that prints the pid of the job it starts) as a group leader,
+    /// `started(pgid)`, then kill the leader as PDEATHSIG would: its job lives on.
+    /// Returns the group and the job.
+    fn leader_leaving(mut cmd: Command, started: impl FnOnce(u32)) -> (u32, i32) {
+        let mut leader = cmd.process_group(0).stdout(Stdio::piped()).spawn().unwrap();
+        started(leader.id());
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(leader.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let job: i32 = line.trim().parse().unwrap();
+        leader.kill().unwrap();
+        leader.wait().unwrap();
+        (leader.id(), job)
     }
 
     /// Whether process `pid` is gone (or a zombie) within two seconds.
@@ -237,21 +240,9 @@ mod tests {
         let other = dir_of(&d.path().join("b"));
         let spawn = |run: &Path| {
             let mut cmd = Command::new("/bin/sh");
-            cmd.args(["-c", "setsid sleep 60 & echo $!; wait"])
-                .process_group(0)
-                .stdout(Stdio::piped());
+            cmd.args(["-c", "setsid sleep 60 & echo $!; wait"]);
             die_with_parent(&mut cmd, Some(run));
-            let mut leader = cmd.spawn().unwrap();
-            let mut line = String::new();
-            std::io::BufRead::read_line(
-                &mut std::io::BufReader::new(leader.stdout.take().unwrap()),
-                &mut line,
-            )
-            .unwrap();
-            let job: i32 = line.trim().parse().unwrap();
-            leader.kill().unwrap();
-            leader.wait().unwrap();
-            job
+            leader_leaving(cmd, |_| {}).1
         };
         let (job, foreign) = (spawn(&dir), spawn(&other));
         let stat = std::fs::read_to_string(format!("/proc/{job}/stat")).unwrap();
