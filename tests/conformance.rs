@@ -215,10 +215,7 @@ fn continue_and_check(
 ) -> Value {
     let plan = f.plan();
     let entry = case.wrap(&(f.entrypoint)());
-    let mut args = f.continue_args(&plan, n, 2, &entry);
-    if let Some((_, p)) = f.prompts.iter().find(|(b, _)| *b == n) {
-        args.extend(["--boundary-user-prompt".to_string(), p.clone()]);
-    }
+    let args = f.continue_args(&plan, n, 2, &entry);
     let r = f.replay(case, id, n, trajectory, &args);
     let label = format!("{} N={n} {id}", f.name);
     let r = r.ok(&label).clone();
@@ -520,50 +517,29 @@ fn random_kills(
             );
         }
         let entry = case.wrap(&(f.entrypoint)());
-        let mut args: Vec<String> = f.continue_args(&plan, n, 2, &entry);
-        if let Some((_, p)) = f.prompts.iter().find(|(b, _)| *b == n) {
-            args.extend(["--boundary-user-prompt".to_string(), p.clone()]);
-        }
+        let cont = f.continue_args(&plan, n, 2, &entry);
+        let args = f.replay_args(&case, "k", n, None, &cont);
         let at =
             std::time::Duration::from_millis(next() % (took.as_millis() as u64 * 19 / 20).max(1));
-        let killed = kill_at(&case, f, n, &args, at);
-        if !killed {
+        if !kill_after(&case, f, &args, at) {
             late += 1;
             continue;
         }
         // Resumed three days later; the first resume is killed too, one time in three.
         case.set_faketime(Some("+3d"));
-        let mut r = None;
-        for attempt in 0..6 {
-            if attempt == 0 && next() % 3 == 0 {
-                let at =
-                    std::time::Duration::from_millis(next() % (took.as_millis() as u64).max(1));
-                let mut child = case
-                    .command(&resume_args(&case), |w| (f.seed)(w))
-                    .stdout(std::process::Stdio::null())
-                    .stderr(std::process::Stdio::null())
-                    .spawn()
-                    .unwrap();
-                std::thread::sleep(at);
-                let _ = child.kill();
-                let _ = child.wait();
-                continue;
-            }
-            let ran = f.resume(&case, "k");
-            if ran.code == 2
-                && (ran.stderr.contains("holds no run request")
-                    || ran
-                        .stderr
-                        .contains("not a journal file nor a run state directory"))
-            {
-                // Killed before the run request was durable: the same command starts it.
-                r = Some(f.replay(&case, "k", n, None, &args));
-                break;
-            }
-            r = Some(ran);
-            break;
+        if next() % 3 == 0 {
+            let at = std::time::Duration::from_millis(next() % (took.as_millis() as u64).max(1));
+            kill_after(&case, f, &f.resume_args(&case, "k"), at);
         }
-        let r = r.expect("a resume ran to its end");
+        let mut r = f.resume(&case, "k");
+        if r.code == 2
+            && (r.stderr.contains("holds no run request")
+                || r.stderr
+                    .contains("not a journal file nor a run state directory"))
+        {
+            // Killed before the run request was durable: the same command starts it.
+            r = f.replay(&case, "k", n, None, &cont);
+        }
         if r.code == 11 && !resume_live {
             assert!(
                 r.stderr.contains("cannot resume a continuation"),
@@ -602,25 +578,10 @@ fn random_kills(
     );
 }
 
-fn resume_args(case: &ns::Case) -> Vec<String> {
-    vec![
-        "replay".into(),
-        "--resume-journal".into(),
-        case.state("k").display().to_string(),
-    ]
-}
-
-/// Start the continuation `k` in `case` and SIGKILL pvisor after `at`; false when it ended first.
-fn kill_at(
-    case: &ns::Case,
-    f: &Fixture,
-    n: usize,
-    extra: &[String],
-    at: std::time::Duration,
-) -> bool {
-    let args = f.replay_args(case, "k", n, None, extra);
+/// Run `pvisor <args>` in `case` and SIGKILL it after `at`; false when it ended first.
+fn kill_after(case: &ns::Case, f: &Fixture, args: &[String], at: std::time::Duration) -> bool {
     let mut child = case
-        .command(&args, |w| (f.seed)(w))
+        .command(args, |w| (f.seed)(w))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()

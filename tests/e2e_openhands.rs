@@ -63,8 +63,9 @@ fn the_genuine_resume_continues_to_the_genuine_workspace() {
     let (_, prompt) = f.prompts[0].clone();
     let case = f.case();
     let entry = case.wrap(&(f.entrypoint)());
-    let mut args = f.continue_args(&plan, n, 4, &entry);
-    args.extend(["--boundary-user-prompt".into(), prompt.clone()]);
+    // The fixture's prompt is at its last boundary: continue_args passes it.
+    let args = f.continue_args(&plan, n, 4, &entry);
+    assert!(args.contains(&prompt));
     let r = f.replay(&case, "g", n, None, &args);
     let r = r.ok("genuine resume").clone();
     assert_eq!(r["agent_status"], "completed", "{r}");

@@ -98,10 +98,13 @@ pub fn run(start: Start, registry: &Registry) -> Outcome {
     };
     let mut rec = Recorder::new(journal, state, BlobStore::new(&req.state_dir));
     // Processes an earlier attempt of this run left (the rest of a group whose leader died
-    // with it, a command the agent detached) end before anything runs again.
-    let ended = crate::supervisor::groups::end_left_over(&crate::supervisor::groups::dir_of(
-        &req.state_dir,
-    ));
+    // with it, a command the agent detached) end before anything runs again. A journal with
+    // no run request had no attempt that started anything: no scan of every process.
+    let ended = if rec.state.phase == fold::Phase::Empty {
+        vec![]
+    } else {
+        crate::supervisor::groups::end_left_over(&crate::supervisor::groups::dir_of(&req.state_dir))
+    };
     if !ended.is_empty() {
         eprintln!(
             "[pvisor] ended {} process group(s) or process(es) an earlier attempt of this run left running: {ended:?}",

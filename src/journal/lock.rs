@@ -115,8 +115,7 @@ mod tests {
         let mine = loop {
             match LockFile::acquire(&path) {
                 Ok(l) => break l,
-                Err(e) if start.elapsed() < std::time::Duration::from_secs(5) => {
-                    let _ = e;
+                Err(_) if start.elapsed() < std::time::Duration::from_secs(5) => {
                     std::thread::sleep(std::time::Duration::from_millis(20));
                 }
                 Err(e) => panic!("the lock was not released: {e}"),

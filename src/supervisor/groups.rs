@@ -245,13 +245,8 @@ mod tests {
             leader_leaving(cmd, |_| {}).1
         };
         let (job, foreign) = (spawn(&dir), spawn(&other));
-        let stat = std::fs::read_to_string(format!("/proc/{job}/stat")).unwrap();
-        let sid: i32 = stat[stat.rfind(')').unwrap() + 1..]
-            .split_whitespace()
-            .nth(3)
-            .unwrap()
-            .parse()
-            .unwrap();
+        // field 6 of proc(5): the session
+        let sid: i32 = stat_fields(job).unwrap()[3].parse().unwrap();
         assert_eq!(sid, job, "the job leads its own session");
         assert_eq!(end_left_over(&dir), vec![job as u32]);
         assert!(ends(job), "the detached job of the run still runs");

@@ -140,12 +140,7 @@ impl Fixture {
     }
 
     pub fn resume(&self, case: &Case, id: &str) -> Ran {
-        let args = vec![
-            "replay".to_string(),
-            "--resume-journal".into(),
-            case.state(id).display().to_string(),
-        ];
-        let (code, result, stderr) = case.pvisor(&args, |w| (self.seed)(w));
+        let (code, result, stderr) = case.pvisor(&self.resume_args(case, id), |w| (self.seed)(w));
         Ran {
             code,
             result,
@@ -153,7 +148,17 @@ impl Fixture {
         }
     }
 
-    /// Flags of a continuation with `budget` live steps after boundary `n`.
+    /// The arguments of [`Fixture::resume`].
+    pub fn resume_args(&self, case: &Case, id: &str) -> Vec<String> {
+        vec![
+            "replay".to_string(),
+            "--resume-journal".into(),
+            case.state(id).display().to_string(),
+        ]
+    }
+
+    /// Flags of a continuation with `budget` live steps after boundary `n` (with the
+    /// fixture's boundary prompt for `n`, if it has one).
     pub fn continue_args(
         &self,
         plan: &pvisor::kit::Plan,
@@ -162,14 +167,18 @@ impl Fixture {
         entry: &Path,
     ) -> Vec<String> {
         let max = plan.batches[n - 1].model_turn + budget;
-        vec![
+        let mut args = vec![
             "--max-steps".into(),
             max.to_string(),
             "--agent-entrypoint".into(),
             entry.display().to_string(),
             "--model-script".into(),
             self.script.display().to_string(),
-        ]
+        ];
+        if let Some((_, p)) = self.prompts.iter().find(|(b, _)| *b == n) {
+            args.extend(["--boundary-user-prompt".to_string(), p.clone()]);
+        }
+        args
     }
 
     /// The original main request that followed batch `n`: the first that carries the
