@@ -15,9 +15,9 @@
 //! - the drift matrix: the agent 3 days ahead and 1 day back (libfaketime), another TZ for
 //!   pvisor, the recorded host facts edited — the first request is still the original one;
 //! - a kill subset: failpoints in the replay, at the rebuild and during the continuation,
-//!   resumed (a continuation 3 days later) to the uninterrupted run's outcome — or, for an
-//!   adapter that cannot resume a live continuation, refused with exit 11 before anything
-//!   runs;
+//!   and random SIGKILLs, resumed (a continuation 3 days later) to the uninterrupted run's
+//!   outcome and workspace — an adapter that cannot resume its agent's own session starts
+//!   the agent again from the boundary (`continuation_started.from_boundary`);
 //! - a damaged record is a trajectory error naming its line; a well-formed record with a
 //!   field of the wrong type is one naming its line and field.
 //!
@@ -74,6 +74,12 @@ const ADAPTERS: &[(&str, Fixtures)] = &[
 /// work on that adapter; CI runs them all).
 fn fixtures() -> Vec<Fixture> {
     let only = std::env::var("PVISOR_CONFORMANCE_AGENT").ok();
+    if let Some(o) = &only {
+        assert!(
+            ADAPTERS.iter().any(|(n, _)| n == o),
+            "PVISOR_CONFORMANCE_AGENT={o} names no adapter of the kit"
+        );
+    }
     ADAPTERS
         .iter()
         .filter(|(n, _)| only.as_deref().is_none_or(|o| o == *n))
@@ -367,7 +373,7 @@ fn drift_matrix_another_day_zone_and_host() {
 }
 
 /// The sequence number of the first event `pred` picks in the run `id` of `case`.
-fn seq_of(case: &ns::Case, id: &str, pred: impl Fn(&journal_format::Event) -> bool) -> u64 {
+fn seq_of(case: &ns::Case, id: &str, mut pred: impl FnMut(&journal_format::Event) -> bool) -> u64 {
     let mut seq = None;
     pvisor::journal::read_events(&case.state(id).join("journal.pvj"), |e| {
         if seq.is_none() && pred(&e.event) {
@@ -394,14 +400,18 @@ fn kill_subset_resumes_to_the_same_result() {
         let started = std::time::Instant::now();
         let whole = continue_and_check(&f, &whole_case, "whole", n, None);
         let took = started.elapsed();
-        random_kills(
-            &f,
-            n,
-            &whole,
-            &whole_case,
-            took,
-            agent.capabilities.resume_live,
-        );
+        random_kills(&f, n, &whole, &whole_case, took);
+        let work = |case: &ns::Case| case.fresh().join(f.original_cwd.file_name().unwrap());
+        let want = contents(&work(&whole_case));
+        let nth_step = |k: usize| {
+            let mut seen = 0;
+            seq_of(&whole_case, "whole", |e| {
+                matches!(e, Event::ContinuationStep(_)) && {
+                    seen += 1;
+                    seen == k
+                }
+            })
+        };
         let points: Vec<(&str, u64)> = vec![
             (
                 "a call of the prefix started",
@@ -417,14 +427,15 @@ fn kill_subset_resumes_to_the_same_result() {
                     |e| matches!(e, Event::SessionWritten(w) if w.role == SessionRole::Reconstructed),
                 ),
             ),
+            ("live step 1 released to the agent", nth_step(1)),
+            ("live step 2 released (step 1's tools ran)", nth_step(2)),
             (
-                "live step 1 released to the agent",
-                seq_of(&whole_case, "whole", |e| {
-                    matches!(e, Event::ContinuationStep(_))
-                }),
+                "the agent exited, its session not yet recorded",
+                seq_of(&whole_case, "whole", |e| matches!(e, Event::AgentExited(_))),
             ),
         ];
         let live_from = points[2].1;
+        let exited = points[4].1;
         for (what, seq) in points {
             let mut case = f.case();
             let entry = case.wrap(&(f.entrypoint)());
@@ -440,24 +451,6 @@ fn kill_subset_resumes_to_the_same_result() {
             // Resumed three days later.
             case.set_faketime(Some("+3d"));
             let r = f.resume(&case, "k");
-            if seq >= live_from && !agent.capabilities.resume_live {
-                assert_eq!(
-                    r.code, 11,
-                    "{} ({what}): {}\n{}",
-                    f.name, r.result, r.stderr
-                );
-                assert!(
-                    r.stderr.contains("cannot resume a continuation"),
-                    "{}: {}",
-                    f.name,
-                    r.stderr
-                );
-                eprintln!(
-                    "{} ({what}): resume refused, as its capabilities say",
-                    f.name
-                );
-                continue;
-            }
             let resumed = r.ok(&format!("{} ({what})", f.name)).clone();
             assert_eq!(
                 outcome(&resumed),
@@ -465,9 +458,36 @@ fn kill_subset_resumes_to_the_same_result() {
                 "{} ({what}): the resumed run ends as the uninterrupted one",
                 f.name
             );
-            eprintln!(
-                "{} ({what}): resumed 3 days later to the same outcome",
+            assert!(
+                contents(&work(&case)) == want,
+                "{} ({what}): the workspace differs from the uninterrupted run's",
                 f.name
+            );
+            // An agent that cannot resume its own session was started again from the
+            // boundary; one that can was not.
+            let mut restarts = 0;
+            pvisor::journal::read_events(&case.state("k").join("journal.pvj"), |e| {
+                if matches!(&e.event, Event::ContinuationStarted(c) if c.from_boundary) {
+                    restarts += 1;
+                }
+                Ok(())
+            })
+            .unwrap();
+            let restarted = (live_from..exited).contains(&seq) && !agent.capabilities.resume_live;
+            assert_eq!(
+                restarts,
+                usize::from(restarted),
+                "{} ({what}): attempts started again from the boundary",
+                f.name
+            );
+            eprintln!(
+                "{} ({what}): resumed 3 days later to the same outcome and workspace{}",
+                f.name,
+                if restarted {
+                    " (the agent started again from the boundary)"
+                } else {
+                    ""
+                }
             );
         }
     }
@@ -486,15 +506,13 @@ fn contents(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
 /// end as the uninterrupted run, with the same workspace (an effect that ran twice would show).
 /// One kill per adapter in the suite; `PVISOR_KILL_FULL=1` runs `PVISOR_KILLS` (default 40)
 /// per adapter, `PVISOR_KILL_SEED` repeats a sequence, `PVISOR_KILL_KEEP=1` keeps the cases'
-/// directories. A kill after the agent started, for an
-/// adapter whose live part cannot be resumed, must be refused with exit 11 (counted apart).
+/// directories.
 fn random_kills(
     f: &Fixture,
     n: usize,
     whole: &Value,
     whole_case: &ns::Case,
     took: std::time::Duration,
-    resume_live: bool,
 ) {
     let kills = kills::count(1, 40);
     let mut rng = kills::Rng::from_env();
@@ -503,7 +521,7 @@ fn random_kills(
     let work = |case: &ns::Case| case.fresh().join(f.original_cwd.file_name().unwrap());
     let want = contents(&work(whole_case));
     let plan = f.plan();
-    let (mut equal, mut refused, mut late) = (0, 0, 0);
+    let (mut equal, mut late) = (0, 0);
     let keep = std::env::var("PVISOR_KILL_KEEP").is_ok_and(|v| v == "1");
     for k in 1..=kills {
         let mut case = f.case();
@@ -540,20 +558,6 @@ fn random_kills(
             // Killed before the run request was durable: the same command starts it.
             r = f.replay(&case, "k", n, None, &cont);
         }
-        if r.code == 11 && !resume_live {
-            assert!(
-                r.stderr.contains("cannot resume a continuation"),
-                "{} kill {k}: {}",
-                f.name,
-                r.stderr
-            );
-            refused += 1;
-            eprintln!(
-                "{} kill {k} at {at:?}: resume refused, as its capabilities say",
-                f.name
-            );
-            continue;
-        }
         let got = r.ok(&format!("{} kill {k} at {at:?}", f.name)).clone();
         assert_eq!(
             outcome(&got),
@@ -573,7 +577,7 @@ fn random_kills(
         );
     }
     eprintln!(
-        "{}: {kills} kill(s): {equal} equal, {refused} refused as documented, {late} after the end",
+        "{}: {kills} kill(s): {equal} equal, {late} after the end",
         f.name
     );
 }

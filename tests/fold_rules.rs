@@ -162,3 +162,62 @@ fn a_live_in_doubt_stop_blocks_and_names_the_step() {
     );
     assert!(fold::fold(&bad).is_err());
 }
+
+fn restarted(attempt: u64) -> Event {
+    Event::ContinuationStarted(ContinuationStarted {
+        command: vec!["codex".into()],
+        budget: Some(2),
+        attempt,
+        from_boundary: true,
+        ..Default::default()
+    })
+}
+
+#[test]
+fn an_attempt_from_the_boundary_supersedes_every_earlier_step_and_injects_again() {
+    let mut evs = until_continuing();
+    push(&mut evs, validated(1, true));
+    push(&mut evs, step(1, "a1-old"));
+    push(&mut evs, validated(2, false));
+    push(&mut evs, step(2, "a2-old"));
+    // crash; the agent cannot resume its session: it starts again from the rebuilt one
+    push(&mut evs, restarted(2));
+    push(&mut evs, validated(1, true));
+    push(&mut evs, step(1, "a1"));
+    let s = fold::fold(&evs).unwrap();
+    assert_eq!(
+        s.steps
+            .iter()
+            .map(|x| x.action_digest.as_str())
+            .collect::<Vec<_>>(),
+        ["a1"]
+    );
+    assert_eq!(
+        s.superseded_steps
+            .iter()
+            .map(|x| x.action_digest.as_str())
+            .collect::<Vec<_>>(),
+        ["a1-old", "a2-old"]
+    );
+    assert_eq!(s.bridge.injections, 1);
+    assert_eq!(pvisor::fold::derive(&s).continued_steps, 1);
+    // Without from_boundary, the second injection is refused as before.
+    let mut evs = until_continuing();
+    push(&mut evs, validated(1, true));
+    push(&mut evs, step(1, "a1-old"));
+    push(&mut evs, started(2));
+    push(&mut evs, validated(1, true));
+    assert!(fold::fold(&evs)
+        .unwrap_err()
+        .to_string()
+        .contains("injected more than once"));
+}
+
+#[test]
+fn a_first_attempt_cannot_start_from_the_boundary() {
+    let mut evs = until_continuing();
+    evs.pop(); // the golden continuation_started (attempt 1)
+    push(&mut evs, restarted(1));
+    let e = fold::fold(&evs).unwrap_err().to_string();
+    assert!(e.contains("cannot start again from the boundary"), "{e}");
+}

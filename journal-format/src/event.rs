@@ -449,6 +449,12 @@ pub struct ContinuationStarted {
     /// Format 1.1: host/time snapshots set to the live values before the agent started.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub neutralized: Vec<Neutralized>,
+    /// Format 1.4: this attempt starts the agent again from the rebuilt session (the
+    /// boundary), not from the agent's own session of the earlier attempts: an agent that
+    /// cannot resume its session after a crash. Every earlier live step is superseded and the
+    /// workspace was restored to the checkpoint of the first live step that ran tools.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub from_boundary: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

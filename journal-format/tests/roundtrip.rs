@@ -197,6 +197,7 @@ fn build(kind: u16, s: &[String], n: &[u64], b: &[bool]) -> Event {
             } else {
                 vec![]
             },
+            from_boundary: bo(2),
         }),
         13 => Event::ContinuationStep(ContinuationStep {
             n: nu(0),

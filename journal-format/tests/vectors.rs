@@ -268,6 +268,7 @@ pub fn v1_1_events() -> Vec<Event> {
                 live: "2026-12-03".into(),
             },
         ],
+        from_boundary: false,
     }));
     evs.push(Event::BridgeRequestValidated(BridgeRequestValidated {
         n: 1,
@@ -403,6 +404,53 @@ pub fn v1_3_events() -> Vec<Event> {
     evs
 }
 
+/// Format 1.4: a continuation killed after its first live step ran a tool, started again
+/// from the boundary (`continuation_started.from_boundary`): the workspace restored to the
+/// step's checkpoint, the step asked again.
+pub fn v1_4_events() -> Vec<Event> {
+    let all = complete_events();
+    let mut evs: Vec<Event> = all[..21].to_vec(); // … first validation of the continuation
+    let manifest = blake3::hash(b"manifest-live-1").to_hex().to_string();
+    evs.push(Event::WorkspaceCheckpointed(WorkspaceCheckpointed {
+        batch: 0,
+        call: 1,
+        manifest_blob: manifest.clone(),
+        entries: 3,
+        new_bytes: 12,
+        unstored: vec![],
+    }));
+    evs.push(all[21].clone()); // live step 1 (Bash), then the crash
+    evs.push(Event::Resumed(Resumed {
+        from_seq: 24,
+        pvisor_version: "0.1.0".into(),
+    }));
+    evs.push(Event::WorkspaceRestored(WorkspaceRestored {
+        batch: 0,
+        call: 1,
+        manifest_blob: manifest,
+        written: 1,
+        removed: 0,
+    }));
+    evs.push(Event::InDoubtResolved(InDoubtResolved {
+        batch: 0,
+        call: 1,
+        call_id: String::new(),
+        tool: "Bash".into(),
+        decision: InDoubtDecision::RerunRestored,
+    }));
+    evs.push(all[18].clone()); // a second bridge on the same prefix
+    evs.push(Event::ContinuationStarted(ContinuationStarted {
+        command: vec!["claude".into(), "--resume".into()],
+        agent_version: Some("2.1.332".into()),
+        budget: Some(2),
+        attempt: 2,
+        from_boundary: true,
+        ..Default::default()
+    }));
+    evs.extend(all[20..].iter().cloned()); // the whole continuation again
+    evs
+}
+
 fn vectors() -> Vec<(&'static str, Vec<u8>)> {
     let complete = encode(&header(), &complete_events());
     let offs = offsets(&complete);
@@ -438,6 +486,9 @@ fn vectors() -> Vec<(&'static str, Vec<u8>)> {
     let mut h13 = header();
     h13.minor = 3;
     let v13 = encode(&h13, &v1_3_events());
+    let mut h14 = header();
+    h14.minor = 4;
+    let v14 = encode(&h14, &v1_4_events());
     vec![
         ("complete", complete),
         ("torn-tail", torn),
@@ -447,6 +498,7 @@ fn vectors() -> Vec<(&'static str, Vec<u8>)> {
         ("complete-1.1", v11),
         ("complete-1.2", v12),
         ("complete-1.3", v13),
+        ("complete-1.4", v14),
     ]
 }
 
@@ -559,4 +611,25 @@ fn the_1_3_vector_decodes_back_and_older_events_encode_as_before() {
         .find(|e| matches!(e, Event::AgentExited(_)))
         .unwrap();
     assert!(!String::from_utf8_lossy(&old.encode_payload()).contains("stopped_by"));
+}
+
+#[test]
+fn the_1_4_vector_decodes_back_and_older_events_encode_as_before() {
+    let bytes = std::fs::read(dir().join("complete-1.4.pvj")).unwrap();
+    let mut rr = RecordReader::open(&bytes[..]).unwrap();
+    assert_eq!(rr.header().minor, 4);
+    let mut got = vec![];
+    while let Some(r) = rr.next_record().unwrap() {
+        got.push(Event::decode(r.kind, r.payload()).unwrap());
+    }
+    assert_eq!(got, v1_4_events());
+    assert!(got
+        .iter()
+        .any(|e| matches!(e, Event::ContinuationStarted(c) if c.from_boundary)));
+    // A continuation_started of a first attempt has the 1.3 encoding (no new key).
+    let old = complete_events()
+        .into_iter()
+        .find(|e| matches!(e, Event::ContinuationStarted(_)))
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&old.encode_payload()).contains("from_boundary"));
 }

@@ -20,6 +20,105 @@ struct Resumed {
     budget: Option<u64>,
 }
 
+/// Decide, and journal, whether each live step in `in_doubt` (its tool calls may have run
+/// when the run was interrupted) is asked again: read-only steps are; mutating ones when the
+/// workspace was `restored` to the first one's checkpoint or the user accepts at-least-once
+/// effects; otherwise the run stops (exit 31). `inputs` are the tool inputs of step `first`
+/// when the agent's session holds them (others are classified by tool name).
+fn resolve_in_doubt(
+    rec: &mut Recorder,
+    adapter: &dyn Adapter,
+    req: &ReplayRequest,
+    in_doubt: Vec<ContinuationStep>,
+    inputs: &[(String, String, serde_json::Value)],
+    first: u64,
+    restored: bool,
+) -> Result<(), RunError> {
+    for st in in_doubt {
+        let read_only = st.tools.iter().all(|name| {
+            let input = inputs
+                .iter()
+                .find(|(_, n, _)| n == name)
+                .map(|t| t.2.clone())
+                .unwrap_or(serde_json::Value::Null);
+            let call = crate::kit::ToolCall {
+                call_id: String::new(),
+                tool: name.clone(),
+                input,
+                original: None,
+                locator: Default::default(),
+            };
+            adapter.classify(&call) == crate::kit::ToolClass::ReadOnly
+        });
+        let decision = if read_only {
+            InDoubtDecision::RerunReadOnly
+        } else if restored {
+            InDoubtDecision::RerunRestored
+        } else if req.accept_at_least_once {
+            InDoubtDecision::RerunAccepted
+        } else {
+            InDoubtDecision::Stopped
+        };
+        let ids = if st.n == first {
+            inputs
+                .iter()
+                .map(|t| t.0.as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        } else {
+            String::new()
+        };
+        let already = decision == InDoubtDecision::Stopped
+            && rec
+                .state
+                .live_in_doubt
+                .last()
+                .is_some_and(|d| d.call == st.n && d.decision == InDoubtDecision::Stopped);
+        if !already {
+            rec.record(Event::InDoubtResolved(InDoubtResolved {
+                batch: 0,
+                call: st.n,
+                call_id: ids,
+                tool: st.tools.join(","),
+                decision,
+            }))?;
+        }
+        if decision == InDoubtDecision::Stopped {
+            return Err(RunError::AmbiguousExecution(
+                rec.state.blocked.clone().unwrap_or_default(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Before attempt 2, 3… of an agent that cannot resume its own session: it starts over from
+/// the rebuilt session (the boundary). Every earlier live step is asked again, so the
+/// workspace goes back to the checkpoint of the first live step that ran tools (taken before
+/// they were released), and each such step gets its in-doubt decision. The agent's native
+/// session is written again as rebuilt.
+fn prepare_restart(
+    rec: &mut Recorder,
+    adapter: &dyn Adapter,
+    req: &ReplayRequest,
+    plan: &crate::kit::Plan,
+    checkpoints: &mut super::checkpoints::Checkpoints,
+) -> Result<RebuiltSession, RunError> {
+    let in_doubt: Vec<_> = rec
+        .state
+        .steps
+        .iter()
+        .filter(|st| !st.tools.is_empty())
+        .cloned()
+        .collect();
+    let restored = match in_doubt.first() {
+        Some(first) => checkpoints.restore(rec, 0, first.n)?,
+        None => false,
+    };
+    resolve_in_doubt(rec, adapter, req, in_doubt, &[], 0, restored)?;
+    super::perform::rebuild_for_restart(rec, adapter, req, plan)
+}
+
 /// Before attempt 2, 3…: read the agent's own session (it holds the live turns of the earlier
 /// attempts), apply the in-doubt policy to an interrupted turn, cut it, and check that the
 /// longer prefix starts with the journaled rebuilt prefix.
@@ -56,61 +155,7 @@ fn prepare_resume(
         Some(first) => checkpoints.restore(rec, 0, first.n)?,
         None => false,
     };
-    for st in in_doubt {
-        let read_only = st.tools.iter().all(|name| {
-            let input = inputs
-                .iter()
-                .find(|(_, n, _)| n == name)
-                .map(|t| t.2.clone())
-                .unwrap_or(serde_json::Value::Null);
-            let call = crate::kit::ToolCall {
-                call_id: String::new(),
-                tool: name.clone(),
-                input,
-                original: None,
-                locator: Default::default(),
-            };
-            adapter.classify(&call) == crate::kit::ToolClass::ReadOnly
-        });
-        let decision = if read_only {
-            InDoubtDecision::RerunReadOnly
-        } else if restored {
-            InDoubtDecision::RerunRestored
-        } else if req.accept_at_least_once {
-            InDoubtDecision::RerunAccepted
-        } else {
-            InDoubtDecision::Stopped
-        };
-        let ids = if st.n == m + 1 {
-            inputs
-                .iter()
-                .map(|t| t.0.as_str())
-                .collect::<Vec<_>>()
-                .join(",")
-        } else {
-            String::new()
-        };
-        let already = decision == InDoubtDecision::Stopped
-            && rec
-                .state
-                .live_in_doubt
-                .last()
-                .is_some_and(|d| d.call == st.n && d.decision == InDoubtDecision::Stopped);
-        if !already {
-            rec.record(Event::InDoubtResolved(InDoubtResolved {
-                batch: 0,
-                call: st.n,
-                call_id: ids,
-                tool: st.tools.join(","),
-                decision,
-            }))?;
-        }
-        if decision == InDoubtDecision::Stopped {
-            return Err(RunError::AmbiguousExecution(
-                rec.state.blocked.clone().unwrap_or_default(),
-            ));
-        }
-    }
+    resolve_in_doubt(rec, adapter, req, in_doubt, &inputs, m + 1, restored)?;
     let info = agent.resume(true)?;
     let mut prefix = rebuilt.prefix.clone();
     prefix.extend(info.live.iter().cloned());
@@ -140,6 +185,14 @@ fn prepare_resume(
 
 pub use super::preflight::AgentProbe;
 
+/// Where the cleaned continued session is copied for the user.
+fn continued_artifact(adapter: &dyn Adapter, req: &ReplayRequest) -> std::path::PathBuf {
+    req.output_dir.join("native").join(format!(
+        "continued-session.{}",
+        adapter.session_extension(&req.trajectory)
+    ))
+}
+
 /// The adapter's continuation of `rebuilt` with the agent at `entry`.
 fn continuation_agent(
     adapter: &dyn Adapter,
@@ -148,10 +201,7 @@ fn continuation_agent(
     rebuilt: &RebuiltSession,
     entry: &std::path::Path,
 ) -> Result<Box<dyn crate::runner::ContinuationAgent>, RunError> {
-    let continued_artifact = req.output_dir.join("native").join(format!(
-        "continued-session.{}",
-        adapter.session_extension(&req.trajectory)
-    ));
+    let continued_artifact = continued_artifact(adapter, req);
     Ok(adapter.continuation(&ContinueRequest {
         plan,
         entrypoint: entry,
@@ -170,14 +220,22 @@ pub fn run(
     adapter: &dyn Adapter,
     req: &ReplayRequest,
     plan: &crate::kit::Plan,
-    rebuilt: &RebuiltSession,
+    rebuilt: Option<RebuiltSession>,
     probe: &AgentProbe,
     checkpoints: &mut super::checkpoints::Checkpoints,
 ) -> Result<(), RunError> {
     let version = probe.version.clone();
     let attempt = rec.state.continuations.len() as u64 + 1;
+    // An agent that cannot resume its own session starts again from the boundary.
+    let from_boundary = attempt > 1 && !probe.agent.capabilities.resume_live;
+    let rebuilt = match rebuilt {
+        _ if from_boundary => prepare_restart(rec, adapter, req, plan, checkpoints)?,
+        Some(r) => r,
+        None => super::perform::rebuild_again(rec, adapter, req, plan)?,
+    };
+    let rebuilt = &rebuilt;
     let mut agent = continuation_agent(adapter, req, plan, rebuilt, &probe.entry)?;
-    let resumed = if attempt > 1 {
+    let resumed = if attempt > 1 && !from_boundary {
         Some(prepare_resume(
             rec,
             adapter,
@@ -197,7 +255,7 @@ pub fn run(
         // The budget was used up before the crash and every step's tools have results: the
         // agent would only have stopped at its turn limit.
         rec.record(Event::AgentExited(AgentExited { status: AgentStatus::MaxSteps, code: None, signal: None, message: Some("live step budget used before the run was interrupted; the agent was not started again".into()), stopped_by: None }))?;
-        return write_continued(rec, adapter, req, plan, rebuilt, &probe.agent);
+        return write_continued(rec, adapter, req, plan, &probe.agent);
     }
     std::fs::create_dir_all(req.state_dir.join("logs")).map_err(|e| {
         RunError::Internal(format!("{}: {e}", req.state_dir.join("logs").display()))
@@ -205,6 +263,7 @@ pub fn run(
     let mut spec = ContinuationSpec::new(budget);
     spec.agent_version = Some(version);
     spec.attempt = attempt;
+    spec.from_boundary = from_boundary;
     spec.log_dir = Some(req.state_dir.join("logs"));
     spec.groups = Some(crate::supervisor::groups::dir_of(&req.state_dir));
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -326,21 +385,29 @@ pub fn run(
     Ok(())
 }
 
-/// After `agent_exited` without the continued session recorded (a crash in between): clean
-/// the agent's session (idempotent) and record it.
+/// After `agent_exited` without the continued session recorded (a crash in between): record
+/// the session the runner cleaned before that event, from its receipt; without one (a
+/// journal of an older pvisor), clean the agent's session again (idempotent for agents that
+/// resume their own session) and record it.
 pub fn write_continued(
     rec: &mut Recorder,
     adapter: &dyn Adapter,
     req: &ReplayRequest,
     plan: &crate::kit::Plan,
-    rebuilt: &RebuiltSession,
     agent_entry: &crate::kit::AgentEntry,
 ) -> Result<(), RunError> {
-    let entry = super::preflight::agent_executable(req, agent_entry)?;
-    let mut agent = continuation_agent(adapter, req, plan, rebuilt, &entry)?;
-    let c = agent
-        .finish()?
-        .ok_or_else(|| RunError::Continuation("the agent's continued session is missing".into()))?;
+    let artifact = continued_artifact(adapter, req);
+    let c = match crate::runner::read_receipt(&artifact) {
+        Some(c) => c,
+        None => {
+            let rebuilt = super::perform::rebuild_again(rec, adapter, req, plan)?;
+            let entry = super::preflight::agent_executable(req, agent_entry)?;
+            let mut agent = continuation_agent(adapter, req, plan, &rebuilt, &entry)?;
+            agent.finish()?.ok_or_else(|| {
+                RunError::Continuation("the agent's continued session is missing".into())
+            })?
+        }
+    };
     rec.record(Event::SessionWritten(SessionWritten {
         role: SessionRole::Continued,
         path: c.artifact_path.display().to_string(),

@@ -333,24 +333,30 @@ fn drive(
                 )?);
             }
             Step::Continue => {
+                // An agent that cannot resume its own session is started again from the
+                // boundary: the continuation step writes its session again itself.
+                let restart =
+                    !rec.state.continuations.is_empty() && !agent.capabilities.resume_live;
                 let session = match rebuilt.take() {
-                    Some(s) => s,
-                    None => perform::rebuild_again(rec, adapter, req, plan.as_ref().unwrap())?,
+                    Some(s) => Some(s),
+                    None if restart => None,
+                    None => Some(perform::rebuild_again(
+                        rec,
+                        adapter,
+                        req,
+                        plan.as_ref().unwrap(),
+                    )?),
                 };
                 let probe = match &probe {
                     Some(p) => p.clone(),
                     None => preflight::probe(req, agent)?,
                 };
                 let p = plan.as_ref().unwrap();
-                continue_step::run(rec, adapter, req, p, &session, &probe, &mut checkpoints)?;
+                continue_step::run(rec, adapter, req, p, session, &probe, &mut checkpoints)?;
             }
             Step::WriteContinued => {
-                let session = match rebuilt.take() {
-                    Some(s) => s,
-                    None => perform::rebuild_again(rec, adapter, req, plan.as_ref().unwrap())?,
-                };
                 let p = plan.as_ref().unwrap();
-                continue_step::write_continued(rec, adapter, req, p, &session, agent)?;
+                continue_step::write_continued(rec, adapter, req, p, agent)?;
             }
             Step::Finish => {
                 let digest = final_result_digest(&rec.state);

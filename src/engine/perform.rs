@@ -11,7 +11,9 @@ use journal_format::Event;
 use super::failure::RunError;
 use super::recorder::Recorder;
 use crate::digest;
-use crate::kit::{Adapter, ExecContext, Observation, Plan, RebuildRequest, ToolClass};
+use crate::kit::{
+    Adapter, AdapterError, ExecContext, Observation, Plan, RebuildRequest, ToolClass,
+};
 use crate::request::ReplayRequest;
 
 pub fn request_event(req: &ReplayRequest, agent_version: Option<String>) -> Event {
@@ -319,21 +321,45 @@ pub fn rebuild_again(
     req: &ReplayRequest,
     plan: &Plan,
 ) -> Result<crate::kit::RebuiltSession, RunError> {
-    let obs = fresh_observations(rec)?;
-    let artifact = native_dir(req).join(format!(
-        "reconstructed-session.{}",
-        adapter.session_extension(&req.trajectory)
-    ));
     // Once the agent was started it owns its native session (it appended live turns): only
     // recompute it then, never write it again.
     let started = !rec.state.continuations.is_empty();
-    let rebuild = |r: &RebuildRequest| {
+    rebuild_with(rec, adapter, req, plan, started, |r| {
         if started {
             adapter.rebuild_for_resume(r)
         } else {
             adapter.rebuild(r)
         }
-    };
+    })
+}
+
+/// The rebuilt session written again for an agent that starts over from the boundary after
+/// a crash (`Adapter::rebuild_for_restart`): the same bytes as the journaled one.
+pub fn rebuild_for_restart(
+    rec: &Recorder,
+    adapter: &dyn Adapter,
+    req: &ReplayRequest,
+    plan: &Plan,
+) -> Result<crate::kit::RebuiltSession, RunError> {
+    rebuild_with(rec, adapter, req, plan, false, |r| {
+        adapter.rebuild_for_restart(r)
+    })
+}
+
+/// Rebuild with `rebuild` and check the digest against the journaled reconstructed session.
+fn rebuild_with(
+    rec: &Recorder,
+    adapter: &dyn Adapter,
+    req: &ReplayRequest,
+    plan: &Plan,
+    started: bool,
+    rebuild: impl Fn(&RebuildRequest) -> Result<crate::kit::RebuiltSession, AdapterError>,
+) -> Result<crate::kit::RebuiltSession, RunError> {
+    let obs = fresh_observations(rec)?;
+    let artifact = native_dir(req).join(format!(
+        "reconstructed-session.{}",
+        adapter.session_extension(&req.trajectory)
+    ));
     let rebuilt = rebuild(&RebuildRequest {
         source: &req.trajectory,
         plan,

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use journal_format::event::Mode;
 
 use super::failure::RunError;
-use crate::fold::{Phase, ReplayState};
+use crate::fold::ReplayState;
 use crate::kit::AgentEntry;
 use crate::request::ReplayRequest;
 
@@ -29,7 +29,7 @@ pub fn check(
     state: &ReplayState,
     agent: &AgentEntry,
 ) -> Result<Option<AgentProbe>, RunError> {
-    capabilities(req, state, agent)?;
+    capabilities(req, agent)?;
     if req.mode != Mode::Continue || state.phase.is_terminal() {
         return Ok(None);
     }
@@ -39,11 +39,7 @@ pub fn check(
 }
 
 /// The run may only ask the adapter for what its registry entry says it can do.
-fn capabilities(
-    req: &ReplayRequest,
-    state: &ReplayState,
-    agent: &AgentEntry,
-) -> Result<(), RunError> {
+fn capabilities(req: &ReplayRequest, agent: &AgentEntry) -> Result<(), RunError> {
     let caps = agent.capabilities;
     let cannot = |what: &'static str| {
         Err(RunError::UnsupportedAgent(format!(
@@ -59,11 +55,6 @@ fn capabilities(
     }
     if req.mode == Mode::Continue && req.boundary_user_prompt.is_some() && !caps.boundary_prompt {
         return cannot("inject a boundary prompt");
-    }
-    if state.phase == Phase::Continuing && !caps.resume_live {
-        return cannot(
-            "resume a continuation interrupted by a crash: start a new run in a fresh sandbox",
-        );
     }
     Ok(())
 }

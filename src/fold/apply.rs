@@ -316,6 +316,20 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
                     ),
                 ));
             }
+            if c.from_boundary {
+                if c.attempt < 2 {
+                    return Err(err(
+                        s,
+                        "a first continuation attempt cannot start again from the boundary".into(),
+                    ));
+                }
+                // The agent starts over from the rebuilt session: the earlier attempts' steps
+                // are not part of its conversation any more, and it is given the boundary
+                // prompt again.
+                let old = std::mem::take(&mut s.steps);
+                s.superseded_steps.extend(old);
+                s.bridge.injections = 0;
+            }
             s.continuations.push(c.clone());
             s.steps_this_attempt = 0;
             s.blocked = None;

@@ -302,6 +302,12 @@ pub trait Adapter: Send + Sync {
             self.name()
         )))
     }
+    /// The session [`Adapter::rebuild`] writes, written again for an agent that cannot
+    /// resume its own session after a crash and starts over from the boundary: whatever the
+    /// earlier attempt left in the agent's isolated home must not change what it sends.
+    fn rebuild_for_restart(&self, req: &RebuildRequest) -> Result<RebuiltSession, AdapterError> {
+        self.rebuild(req)
+    }
     /// The continuation of a rebuilt session with the real agent.
     fn continuation(
         &self,

@@ -78,7 +78,7 @@ pub struct AgentVerdict {
 }
 
 /// The cleaned native session after the continuation (`continued` artifact).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ContinuedSession {
     pub session_id: String,
     /// The agent's own file (cleaned in place).
@@ -90,6 +90,43 @@ pub struct ContinuedSession {
     pub records: u64,
     /// Transport records removed from the appended part (by type).
     pub removed: Vec<String>,
+}
+
+/// Where the receipt of a cleaned continued session is kept: beside its artifact.
+pub fn receipt_path(artifact: &Path) -> PathBuf {
+    let mut name = artifact.file_name().unwrap_or_default().to_os_string();
+    name.push(".receipt.json");
+    artifact.with_file_name(name)
+}
+
+/// Write the receipt of `c` durably before `agent_exited` is journaled: a run interrupted
+/// after that event records the continued session from it, without cleaning the agent's
+/// session a second time (a cleaning is not repeatable for every agent: Codex and OpenCode
+/// look for a nonce of the process that started the agent).
+fn write_receipt(c: &ContinuedSession) -> Result<(), AdapterError> {
+    let path = receipt_path(&c.artifact_path);
+    let tmp = path.with_extension("json.tmp");
+    let io = |source| AdapterError::Io {
+        path: path.clone(),
+        source,
+    };
+    let bytes = serde_json::to_vec_pretty(c).expect("a receipt serializes");
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&tmp).map_err(io)?;
+        f.write_all(&bytes).map_err(io)?;
+        f.sync_all().map_err(io)?;
+    }
+    std::fs::rename(&tmp, &path).map_err(io)
+}
+
+/// The receipt of the continued session at `artifact`, when it is there and the artifact
+/// still has the digest it names.
+pub fn read_receipt(artifact: &Path) -> Option<ContinuedSession> {
+    let c: ContinuedSession =
+        serde_json::from_slice(&std::fs::read(receipt_path(artifact)).ok()?).ok()?;
+    let bytes = std::fs::read(&c.artifact_path).ok()?;
+    (c.artifact_path == artifact && crate::digest::blake3(&bytes) == c.digest).then_some(c)
 }
 
 /// What an agent adapter provides to the runner.
@@ -182,6 +219,9 @@ pub struct ContinuationSpec {
     pub timeout: Duration,
     /// 1 for the first start, 2+ when resumed after a crash.
     pub attempt: u64,
+    /// A later attempt that starts the agent again from the rebuilt session (an agent that
+    /// cannot resume its own session), journaled as `continuation_started.from_boundary`.
+    pub from_boundary: bool,
     /// The probed agent version, for the journal.
     pub agent_version: Option<String>,
     /// When set, the agent's stdout/stderr are written there (`agent-stdout.log`,
@@ -203,6 +243,7 @@ impl ContinuationSpec {
             budget,
             timeout: Duration::from_secs(3600),
             attempt: 1,
+            from_boundary: false,
             agent_version: None,
             log_dir: None,
             failure_grace: Duration::from_secs(5),
@@ -446,6 +487,7 @@ where
         budget: spec.budget,
         attempt: spec.attempt.max(1),
         neutralized: cmd.neutralized.clone(),
+        from_boundary: spec.from_boundary,
     })))?;
 
     let mut command = agent_process(&cmd, spec.groups.as_deref())?;
@@ -626,7 +668,12 @@ where
         &stats,
         spec,
     );
-    let continued = match agent.finish() {
+    let continued = match agent.finish().and_then(|c| {
+        if let Some(c) = &c {
+            write_receipt(c)?;
+        }
+        Ok(c)
+    }) {
         Ok(c) => c,
         Err(e) => {
             if verdict.status != AgentStatus::Failed {

@@ -98,6 +98,22 @@ impl Adapter for Codex {
         rebuild::rebuild(req)
     }
 
+    /// Codex keeps state of the earlier attempt in its home (thread database, history): the
+    /// home is emptied, so the agent starts as the first attempt did.
+    fn rebuild_for_restart(&self, req: &RebuildRequest) -> Result<RebuiltSession, AdapterError> {
+        let home = rebuild::codex_home(req.state_dir);
+        match std::fs::remove_dir_all(&home) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(AdapterError::Io {
+                    path: home,
+                    source: e,
+                })
+            }
+            _ => {}
+        }
+        rebuild::rebuild(req)
+    }
+
     fn tool_runner(
         &self,
         _plan: &Plan,
