@@ -400,7 +400,56 @@ fn kill_subset_resumes_to_the_same_result() {
         let started = std::time::Instant::now();
         let whole = continue_and_check(&f, &whole_case, "whole", n, None);
         let took = started.elapsed();
-        random_kills(&f, n, &whole, &whole_case, took);
+        let cont = |case: &ns::Case| f.continue_args(&plan, n, 2, &case.wrap(&(f.entrypoint)()));
+        let run = KillRun {
+            label: "continue",
+            n,
+            trajectory: None,
+            extra: &cont,
+        };
+        random_kills(&f, &run, &whole, &whole_case, took);
+        // A --replay-only run, killed and resumed as such.
+        let only_case = f.case();
+        let replay_only = |_: &ns::Case| vec!["--replay-only".to_string()];
+        let run = KillRun {
+            label: "replay-only",
+            n,
+            trajectory: None,
+            extra: &replay_only,
+        };
+        let started = std::time::Instant::now();
+        let only = f
+            .replay(&only_case, "whole", n, None, &replay_only(&only_case))
+            .ok(&format!("{} replay-only", f.name))
+            .clone();
+        assert_eq!(only["phase"], "replayed", "{}: {only}", f.name);
+        random_kills(&f, &run, &only, &only_case, started.elapsed());
+        // A continuation of a trajectory whose recorded observation was edited: the
+        // regenerated one differs, is stored with its diff and goes into the rebuilt session.
+        let edited_case = f.case();
+        let edited = edited_case.root.path().join("edited-trajectory");
+        std::fs::write(&edited, edit_an_observation(&f, &plan, n)).unwrap();
+        let run = KillRun {
+            label: "edited observation",
+            n,
+            trajectory: Some(&edited),
+            extra: &cont,
+        };
+        let started = std::time::Instant::now();
+        let whole_edited = f
+            .replay(&edited_case, "whole", n, Some(&edited), &cont(&edited_case))
+            .ok(&format!("{} edited observation", f.name))
+            .clone();
+        assert_eq!(whole_edited["phase"], "continued", "{}", f.name);
+        assert!(
+            whole_edited["metadata"]["observations"]["different"]
+                .as_u64()
+                .unwrap()
+                >= 1,
+            "{}: the edited observation differs from the regenerated one: {whole_edited}",
+            f.name
+        );
+        random_kills(&f, &run, &whole_edited, &edited_case, started.elapsed());
         let work = |case: &ns::Case| case.fresh().join(f.original_cwd.file_name().unwrap());
         let want = contents(&work(&whole_case));
         let nth_step = |k: usize| {
@@ -493,6 +542,44 @@ fn kill_subset_resumes_to_the_same_result() {
     }
 }
 
+/// What [`random_kills`] runs: a label, the boundary, the trajectory (the fixture's when
+/// `None`) and the mode flags for a case.
+struct KillRun<'a> {
+    label: &'a str,
+    n: usize,
+    trajectory: Option<&'a std::path::Path>,
+    extra: &'a dyn Fn(&ns::Case) -> Vec<String>,
+}
+
+/// The fixture's trajectory with a recorded observation of batches 1..=n edited: in every
+/// place the file holds the observation's whole text (JSON-escaped once, as records store
+/// it), a word of it (3+ ASCII letters, not a JSON key or a whole string of it) is
+/// upper-cased. The JSON stays well formed and the regenerated observation differs from the
+/// recorded one. The records that authenticate observations are removed first
+/// (`Fixture::unsigned`). Adapter-agnostic; panics when no observation fits, so such a
+/// fixture fails loudly.
+fn edit_an_observation(f: &Fixture, plan: &pvisor::kit::Plan, n: usize) -> String {
+    let text = (f.unsigned)(&f.input_text());
+    let words = regex::Regex::new(r"[A-Za-z]{3,}").unwrap();
+    for call in plan.batches[..n].iter().flat_map(|b| &b.calls) {
+        let Some(o) = &call.original else { continue };
+        let esc = serde_json::to_string(&o.text).unwrap();
+        let esc = &esc[1..esc.len() - 1];
+        if esc.len() < 4 || !text.contains(esc) {
+            continue;
+        }
+        let Some(w) = words.find_iter(&o.text).map(|m| m.as_str()).find(|w| {
+            !o.text.contains(&format!("\"{w}\"")) && !w.chars().all(|c| c.is_ascii_uppercase())
+        }) else {
+            continue;
+        };
+        let whole = regex::Regex::new(&format!(r"\b{w}\b")).unwrap();
+        let edited = whole.replace_all(esc, w.to_ascii_uppercase().as_str());
+        return text.replace(esc, &edited);
+    }
+    panic!("{}: no recorded observation to edit", f.name)
+}
+
 /// Every file of a workspace with its content.
 fn contents(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
     file_states(dir)
@@ -509,18 +596,18 @@ fn contents(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
 /// directories.
 fn random_kills(
     f: &Fixture,
-    n: usize,
+    run: &KillRun,
     whole: &Value,
     whole_case: &ns::Case,
     took: std::time::Duration,
 ) {
+    let (n, label) = (run.n, run.label);
     let kills = kills::count(1, 40);
     let mut rng = kills::Rng::from_env();
-    eprintln!("{}: random kills, seed {}", f.name, rng.seed());
+    eprintln!("{} {label}: random kills, seed {}", f.name, rng.seed());
     let mut next = move || rng.next();
     let work = |case: &ns::Case| case.fresh().join(f.original_cwd.file_name().unwrap());
     let want = contents(&work(whole_case));
-    let plan = f.plan();
     let (mut equal, mut late) = (0, 0);
     let keep = std::env::var("PVISOR_KILL_KEEP").is_ok_and(|v| v == "1");
     for k in 1..=kills {
@@ -529,14 +616,13 @@ fn random_kills(
             // PVISOR_KILL_KEEP=1 keeps every case's state, output and workspace.
             case.root.disable_cleanup(true);
             eprintln!(
-                "{} kill {k}: keeping {}",
+                "{} {label} kill {k}: keeping {}",
                 f.name,
                 case.root.path().display()
             );
         }
-        let entry = case.wrap(&(f.entrypoint)());
-        let cont = f.continue_args(&plan, n, 2, &entry);
-        let args = f.replay_args(&case, "k", n, None, &cont);
+        let cont = (run.extra)(&case);
+        let args = f.replay_args(&case, "k", n, run.trajectory, &cont);
         let at =
             std::time::Duration::from_millis(next() % (took.as_millis() as u64 * 19 / 20).max(1));
         if !kill_after(&case, f, &args, at) {
@@ -556,28 +642,30 @@ fn random_kills(
                     .contains("not a journal file nor a run state directory"))
         {
             // Killed before the run request was durable: the same command starts it.
-            r = f.replay(&case, "k", n, None, &cont);
+            r = f.replay(&case, "k", n, run.trajectory, &cont);
         }
-        let got = r.ok(&format!("{} kill {k} at {at:?}", f.name)).clone();
+        let got = r
+            .ok(&format!("{} {label} kill {k} at {at:?}", f.name))
+            .clone();
         assert_eq!(
             outcome(&got),
             outcome(whole),
-            "{} kill {k} at {at:?}: the resumed run ends as the uninterrupted one",
+            "{} {label} kill {k} at {at:?}: the resumed run ends as the uninterrupted one",
             f.name
         );
         assert!(
             contents(&work(&case)) == want,
-            "{} kill {k} at {at:?}: the workspace differs from the uninterrupted run's",
+            "{} {label} kill {k} at {at:?}: the workspace differs from the uninterrupted run's",
             f.name
         );
         equal += 1;
         eprintln!(
-            "{} kill {k} at {at:?}: resumed to the same outcome and workspace",
+            "{} {label} kill {k} at {at:?}: resumed to the same outcome and workspace",
             f.name
         );
     }
     eprintln!(
-        "{}: {kills} kill(s): {equal} equal, {late} after the end",
+        "{} {label}: {kills} kill(s): {equal} equal, {late} after the end",
         f.name
     );
 }

@@ -49,6 +49,16 @@ fn package_text(a: &AgentEntry) -> String {
     }
 }
 
+/// How a continuation interrupted by a crash goes on: the agent resumes its own session
+/// (`session`), or starts again from the boundary (`restart`); `-` without a continuation.
+fn live_recovery(c: crate::kit::registry::Capabilities) -> &'static str {
+    match (c.continue_live, c.resume_live) {
+        (false, _) => "-",
+        (true, true) => "session",
+        (true, false) => "restart",
+    }
+}
+
 fn entry_json(a: &AgentEntry) -> serde_json::Value {
     let c = a.capabilities;
     json!({
@@ -60,6 +70,7 @@ fn entry_json(a: &AgentEntry) -> serde_json::Value {
         "command": a.command,
         "capabilities": {
             "replay": c.replay, "continue": c.continue_live, "resume_live": c.resume_live,
+            "live_crash_recovery": live_recovery(c),
             "boundary_prompt": c.boundary_prompt,
         },
         "docs": a.docs,
@@ -98,7 +109,7 @@ pub fn run(args: AgentsArgs, registry: &Registry) -> Result<i32, CliError> {
                     a.versions_text(),
                     a.continue_versions_text(),
                     yes(c.continue_live),
-                    yes(c.resume_live),
+                    live_recovery(c),
                     yes(c.boundary_prompt),
                     package_text(a)
                 );

@@ -33,6 +33,14 @@ fn edited_kernel(text: &str) -> String {
         .into_owned()
 }
 
+/// The session without Claude's `api-request` records (the hashes of every message it sent).
+fn without_recorded_requests(text: &str) -> String {
+    text.lines()
+        .filter(|l| !l.contains(r#""type":"api-request","#))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
 /// The first tool call's `input` object turned into a string (the JSON stays well formed).
 fn string_input(text: &str) -> String {
     text.replacen(r#""input":{"#, r#""input":"oops","was":{"#, 1)
@@ -65,6 +73,7 @@ pub fn fixtures() -> Vec<Fixture> {
             host_fact_edits: vec![("kernel 9.9.9-drift", edited_kernel)],
             goes_on: crate::kit::calls_tools,
             field_damage: (string_input, ".input"),
+            unsigned: without_recorded_requests,
             rewritten: crate::kit::rewrites_nothing,
             prompts: vec![],
         }

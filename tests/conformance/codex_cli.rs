@@ -53,6 +53,7 @@ pub fn fixtures() -> Vec<Fixture> {
         )],
         goes_on: crate::kit::calls_tools,
         field_damage: (numeric_arguments, "payload.arguments"),
+        unsigned: crate::kit::as_is,
         rewritten: crate::kit::rewrites_nothing,
         prompts: vec![],
     }];
@@ -77,6 +78,7 @@ pub fn fixtures() -> Vec<Fixture> {
             host_fact_edits: vec![],
             goes_on: crate::kit::calls_tools,
             field_damage: (numeric_arguments, "payload.arguments"),
+            unsigned: crate::kit::as_is,
             rewritten: crate::kit::rewrites_nothing,
             prompts: vec![],
         });

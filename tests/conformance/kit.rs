@@ -45,10 +45,19 @@ pub struct Fixture {
     /// Records of the native input that rebuild rewrites by design (OpenHands'
     /// `base_state.json`: status and head pointer), left out of the byte-identity check.
     pub rewritten: fn(&str) -> bool,
+    /// The trajectory without the records that authenticate what the agent saw (Claude's
+    /// recorded requests hash every message it sent): what a user who edits a recorded
+    /// observation removes too, or the session is refused as not the one the agent sent.
+    pub unsigned: TextEdit,
     /// Boundaries where the recording's user went on with a new prompt (a conversation that
     /// ended and was resumed): the continuation there is given that prompt, and request 1
     /// must equal the original resume request.
     pub prompts: Vec<(usize, String)>,
+}
+
+/// The trajectory as it is (nothing in it authenticates the observations).
+pub fn as_is(text: &str) -> String {
+    text.to_string()
 }
 
 /// No record is rewritten by rebuild.

@@ -48,6 +48,7 @@ pub fn fixtures() -> Vec<Fixture> {
             host_fact_edits: vec![],
             goes_on: mini::goes_on,
             field_damage: (numeric_role, ".role"),
+            unsigned: crate::kit::as_is,
             rewritten: crate::kit::rewrites_nothing,
             prompts: vec![],
         });
@@ -68,6 +69,7 @@ pub fn fixtures() -> Vec<Fixture> {
             host_fact_edits: vec![],
             goes_on: mini::goes_on,
             field_damage: (numeric_role, ".role"),
+            unsigned: crate::kit::as_is,
             rewritten: crate::kit::rewrites_nothing,
             prompts: vec![],
         });

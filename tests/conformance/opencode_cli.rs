@@ -44,6 +44,7 @@ pub fn fixtures() -> Vec<Fixture> {
         host_fact_edits: vec![],
         goes_on: crate::kit::calls_tools,
         field_damage: (numeric_call_id, ".callID"),
+        unsigned: crate::kit::as_is,
         rewritten: crate::kit::rewrites_nothing,
         prompts: vec![],
     }];
@@ -62,6 +63,7 @@ pub fn fixtures() -> Vec<Fixture> {
             host_fact_edits: vec![],
             goes_on: crate::kit::calls_tools,
             field_damage: (numeric_call_id, ".callID"),
+            unsigned: crate::kit::as_is,
             rewritten: crate::kit::rewrites_nothing,
             prompts: vec![],
         });

@@ -55,6 +55,7 @@ pub fn fixtures() -> Vec<Fixture> {
         host_fact_edits: vec![],
         goes_on: openhands::goes_on,
         field_damage: (numeric_call_id, "event.tool_call_id"),
+        unsigned: crate::kit::as_is,
         rewritten: is_base_state,
         prompts: vec![(last, meta["prompt2"].as_str().unwrap().to_string())],
     }];
@@ -80,6 +81,7 @@ pub fn fixtures() -> Vec<Fixture> {
             host_fact_edits: vec![],
             goes_on: openhands::goes_on,
             field_damage: (numeric_call_id, "event.tool_call_id"),
+            unsigned: crate::kit::as_is,
             rewritten: is_base_state,
             prompts: vec![(last, meta["resume_prompt"].as_str().unwrap().to_string())],
         });

@@ -37,6 +37,7 @@ pub fn fixtures() -> Vec<Fixture> {
         host_fact_edits: vec![],
         goes_on: crate::kit::calls_tools,
         field_damage: (numeric_arguments, ".arguments"),
+        unsigned: crate::kit::as_is,
         rewritten: crate::kit::rewrites_nothing,
         prompts: vec![],
     }];
@@ -55,6 +56,7 @@ pub fn fixtures() -> Vec<Fixture> {
             host_fact_edits: vec![],
             goes_on: crate::kit::calls_tools,
             field_damage: (numeric_arguments, ".arguments"),
+            unsigned: crate::kit::as_is,
             rewritten: crate::kit::rewrites_nothing,
             prompts: vec![],
         });
