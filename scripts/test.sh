@@ -58,6 +58,12 @@ if [ ! -f /usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq faketime >&2
 fi
 
+if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
+    echo "== installing slurm-wlm and munge (the fleet test runs a one-machine Slurm cluster) ==" >&2
+    command -v apt-get >/dev/null || { echo "scripts/test.sh: Slurm is required (apt-get not found)" >&2; exit 1; }
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends slurm-wlm munge >&2
+fi
+
 echo "== cargo test --workspace ==" >&2
 # One build, shared by every test binary; tests run in parallel within each binary.
 cargo test --workspace --no-fail-fast "$@"

@@ -36,6 +36,7 @@ pub mod compare;
 pub mod digest;
 pub mod engine;
 pub mod error;
+pub mod fleet;
 pub mod fold;
 pub mod install;
 pub mod journal;

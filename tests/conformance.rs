@@ -552,8 +552,8 @@ struct KillRun<'a> {
 }
 
 /// The fixture's trajectory with a recorded observation of batches 1..=n edited: in every
-/// place the file holds the observation's whole text (JSON-escaped once, as records store
-/// it), a word of it (3+ ASCII letters, not a JSON key or a whole string of it) is
+/// place the file holds the observation's whole text as one JSON string (escaped once, as
+/// records store it), a word of it (3+ ASCII letters, not a JSON key or a whole string of it) is
 /// upper-cased. The JSON stays well formed and the regenerated observation differs from the
 /// recorded one. The records that authenticate observations are removed first
 /// (`Fixture::unsigned`). Adapter-agnostic; panics when no observation fits, so such a
@@ -563,9 +563,10 @@ fn edit_an_observation(f: &Fixture, plan: &pvisor::kit::Plan, n: usize) -> Strin
     let words = regex::Regex::new(r"[A-Za-z]{3,}").unwrap();
     for call in plan.batches[..n].iter().flat_map(|b| &b.calls) {
         let Some(o) = &call.original else { continue };
+        // The observation as a whole JSON string, quotes included: the records that hold
+        // it (and their mirrors), never a command that happens to contain its text.
         let esc = serde_json::to_string(&o.text).unwrap();
-        let esc = &esc[1..esc.len() - 1];
-        if esc.len() < 4 || !text.contains(esc) {
+        if !text.contains(&esc) {
             continue;
         }
         let Some(w) = words.find_iter(&o.text).map(|m| m.as_str()).find(|w| {
@@ -574,10 +575,31 @@ fn edit_an_observation(f: &Fixture, plan: &pvisor::kit::Plan, n: usize) -> Strin
             continue;
         };
         let whole = regex::Regex::new(&format!(r"\b{w}\b")).unwrap();
-        let edited = whole.replace_all(esc, w.to_ascii_uppercase().as_str());
-        return text.replace(esc, &edited);
+        let edited = whole.replace_all(&esc, w.to_ascii_uppercase().as_str());
+        eprintln!(
+            "{}: the recorded observation of {} edited: `{w}` upper-cased",
+            f.name, call.call_id
+        );
+        return text.replace(&esc, &edited);
     }
     panic!("{}: no recorded observation to edit", f.name)
+}
+
+/// The paths whose content differs between two workspaces, with both contents (short).
+fn workspace_difference(want: &[(String, Vec<u8>)], got: &[(String, Vec<u8>)]) -> String {
+    let w: std::collections::BTreeMap<_, _> = want.iter().cloned().collect();
+    let g: std::collections::BTreeMap<_, _> = got.iter().cloned().collect();
+    let short = |b: Option<&Vec<u8>>| match b {
+        None => "(absent)".to_string(),
+        Some(b) => format!("{:?}", String::from_utf8_lossy(&b[..b.len().min(200)])),
+    };
+    w.keys()
+        .chain(g.keys())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .filter(|p| w.get(*p) != g.get(*p))
+        .map(|p| format!("\n  {p}: want {} got {}", short(w.get(p)), short(g.get(p))))
+        .collect()
 }
 
 /// Every file of a workspace with its content.
@@ -653,10 +675,12 @@ fn random_kills(
             "{} {label} kill {k} at {at:?}: the resumed run ends as the uninterrupted one",
             f.name
         );
+        let got_files = contents(&work(&case));
         assert!(
-            contents(&work(&case)) == want,
-            "{} {label} kill {k} at {at:?}: the workspace differs from the uninterrupted run's",
-            f.name
+            got_files == want,
+            "{} {label} kill {k} at {at:?}: the workspace differs from the uninterrupted run's: {}",
+            f.name,
+            workspace_difference(&want, &got_files)
         );
         equal += 1;
         eprintln!(

@@ -3,6 +3,7 @@
 
 pub mod agents;
 pub mod error;
+pub mod fleet;
 pub use crate::outcome::exit;
 pub mod journal;
 pub mod model;
@@ -35,6 +36,9 @@ pub enum Command {
     Model(model::ModelCmd),
     /// The supported agents (versions, capabilities), and installing their CLIs.
     Agents(agents::AgentsArgs),
+    /// Replays by the thousand: submit a manifest as a Slurm job array, and its progress.
+    #[command(subcommand)]
+    Fleet(fleet::FleetCmd),
 }
 
 /// Run the CLI; returns the process exit code.
@@ -55,6 +59,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
         Command::Replay(args) => replay::run(*args),
         Command::Model(cmd) => model::run(cmd),
         Command::Agents(args) => agents::run(args, &crate::adapters::registry()),
+        Command::Fleet(cmd) => fleet::run(cmd),
     };
     match res {
         Ok(code) => code,

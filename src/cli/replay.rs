@@ -106,6 +106,21 @@ pub struct ReplayArgs {
     /// On resume: re-run a mutating call whose outcome is in doubt (at-least-once).
     #[arg(long)]
     pub accept_at_least_once: bool,
+    /// Run in a private mount namespace with the run's own copy of the workspace bound at
+    /// its path, so replays of the same session run side by side (docs/fleet.md).
+    #[arg(long)]
+    pub isolate: bool,
+    /// With --isolate: the directory the run's workspace copy starts from [default: what the
+    /// host has at the workspace path].
+    #[arg(long)]
+    pub workspace_seed: Option<PathBuf>,
+    /// Run task --index of a fleet manifest (pvisor.fleet/v1; docs/fleet.md): a finished run
+    /// prints its result and runs nothing, an interrupted one resumes, a new one starts.
+    #[arg(long, conflicts_with_all = ["agent", "trajectory", "after_step", "config", "request", "resume_journal", "run_id"])]
+    pub manifest: Option<PathBuf>,
+    /// The manifest task (0-based) [default: $SLURM_ARRAY_TASK_ID, else $JOB_COMPLETION_INDEX].
+    #[arg(long, requires = "manifest")]
+    pub index: Option<usize>,
 }
 
 impl ReplayArgs {
@@ -135,6 +150,8 @@ impl ReplayArgs {
             model: self.model.clone(),
             model_script: self.model_script.clone(),
             accept_at_least_once: t(self.accept_at_least_once),
+            isolate: t(self.isolate),
+            workspace_seed: self.workspace_seed.clone(),
         }
     }
 }
@@ -143,8 +160,56 @@ fn print(result: &crate::fold::ReplayResult) {
     println!("{}", serde_json::to_string(result).unwrap_or_default());
 }
 
+/// The start of task `--index` of a fleet manifest: resumed when its run id already has a
+/// journal (a finished run then prints its result and runs nothing), started otherwise.
+fn manifest_start(args: &ReplayArgs, path: &std::path::Path) -> Result<Start, CliError> {
+    use crate::fleet::manifest::{task_index, Manifest};
+    let fail = |e: crate::fleet::manifest::ManifestError| {
+        print(&early_failure(
+            journal_format::event::FailureCategory::ConfigurationError,
+            &e.to_string(),
+            None,
+            None,
+            None,
+        ));
+        CliError::new(exit::CONFIGURATION, e.to_string(), e.hint)
+    };
+    let m = Manifest::load(path).map_err(fail)?;
+    let index = task_index(args.index).map_err(|e| {
+        CliError::new(
+            exit::CONFIGURATION,
+            e,
+            Some("docs/fleet.md: the task index of a fleet replay".to_string()),
+        )
+    })?;
+    let mut req = m.request(index).map_err(fail)?;
+    // Flags given beside --manifest apply to this task too.
+    if args.accept_at_least_once {
+        req.accept_at_least_once = true;
+    }
+    let journal = req.state_dir.join("journal.pvj");
+    let mut started = false;
+    if journal.is_file() {
+        let _ = crate::journal::read_events(&journal, |e| {
+            started |= matches!(e.event, journal_format::Event::RunRequested(_));
+            Ok(())
+        });
+    }
+    Ok(if started {
+        Start::Resume {
+            path: journal,
+            boundary_user_prompt: req.boundary_user_prompt.clone(),
+            accept_at_least_once: req.accept_at_least_once,
+        }
+    } else {
+        Start::Fresh(Box::new(req))
+    })
+}
+
 pub fn run(args: ReplayArgs) -> Result<i32, CliError> {
-    let start = if let Some(path) = args.resume_journal.clone() {
+    let start = if let Some(m) = args.manifest.clone() {
+        manifest_start(&args, &m)?
+    } else if let Some(path) = args.resume_journal.clone() {
         Start::Resume {
             path,
             boundary_user_prompt: args.boundary_user_prompt.clone(),

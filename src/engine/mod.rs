@@ -69,6 +69,13 @@ pub fn run(start: Start, registry: &Registry) -> Outcome {
             return early(&e, req.as_ref());
         }
     };
+    // `--isolate`: everything from here on runs in the run's private mount namespace.
+    if req.isolate {
+        let seed = req.workspace_seed.as_deref().unwrap_or(&req.workspace);
+        if let Err(e) = crate::workspace::isolate::enter(&req.workspace, seed, &req.state_dir) {
+            return early(&RunError::Workspace(e.to_string()), Some(&req));
+        }
+    }
     let state = match fold::fold(&events) {
         Ok(s) => s,
         Err(e) => {

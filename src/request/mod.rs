@@ -45,6 +45,14 @@ pub struct RequestFields {
     /// Take no workspace checkpoints (an interrupted mutating call then needs
     /// `accept_at_least_once`).
     pub no_checkpoints: Option<bool>,
+    /// Run in a private mount namespace with the run's own copy of the workspace bound at
+    /// its path (`crate::workspace::isolate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolate: Option<bool>,
+    /// With `isolate`: the directory the run's workspace copy starts from [default: what the
+    /// host has at the workspace path].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_seed: Option<PathBuf>,
 }
 
 impl RequestFields {
@@ -74,7 +82,9 @@ impl RequestFields {
             model,
             model_script,
             accept_at_least_once,
-            no_checkpoints
+            no_checkpoints,
+            isolate,
+            workspace_seed
         )
     }
     pub fn is_empty(&self) -> bool {
@@ -145,7 +155,7 @@ pub fn load_json(path: &Path) -> Result<RequestFields, RequestError> {
 }
 
 /// Relative paths in a config file are relative to the file.
-fn relative_to(mut f: RequestFields, base: &Path) -> RequestFields {
+pub fn relative_to(mut f: RequestFields, base: &Path) -> RequestFields {
     for p in [
         &mut f.trajectory,
         &mut f.agent_entrypoint,
@@ -153,6 +163,7 @@ fn relative_to(mut f: RequestFields, base: &Path) -> RequestFields {
         &mut f.state_dir,
         &mut f.output_dir,
         &mut f.model_script,
+        &mut f.workspace_seed,
     ]
     .into_iter()
     .flatten()
@@ -194,6 +205,11 @@ pub struct ReplayRequest {
     pub accept_at_least_once: bool,
     /// Take no workspace checkpoints before mutating calls.
     pub no_checkpoints: bool,
+    /// Run in a private mount namespace with the run's own copy of the workspace
+    /// (`--isolate`).
+    pub isolate: bool,
+    /// Where that copy starts from (`--workspace-seed`; default: the workspace path).
+    pub workspace_seed: Option<PathBuf>,
 }
 
 fn abs(p: &Path) -> PathBuf {
@@ -328,6 +344,8 @@ impl ReplayRequest {
             },
             accept_at_least_once: f.accept_at_least_once.unwrap_or(false),
             no_checkpoints: f.no_checkpoints.unwrap_or(false),
+            isolate: f.isolate.unwrap_or(false) || f.workspace_seed.is_some(),
+            workspace_seed: f.workspace_seed.map(|p| abs(&p)),
         })
     }
 
@@ -360,7 +378,7 @@ impl ReplayRequest {
     /// The request as stored in the journal: the prompt plaintext replaced by its facts.
     pub fn canonical_json(&self) -> String {
         let facts = self.prompt_facts();
-        serde_json::json!({
+        let mut v = serde_json::json!({
             "schema_version": REQUEST_SCHEMA,
             "agent": self.agent,
             "trajectory": self.trajectory,
@@ -385,8 +403,15 @@ impl ReplayRequest {
             },
             "accept_at_least_once": self.accept_at_least_once,
             "no_checkpoints": self.no_checkpoints,
-        })
-        .to_string()
+        });
+        // Only when set: the canonical form of every other request stays as it was.
+        if self.isolate {
+            v["isolate"] = true.into();
+        }
+        if let Some(seed) = &self.workspace_seed {
+            v["workspace_seed"] = seed.display().to_string().into();
+        }
+        v.to_string()
     }
 
     /// Rebuild a request from its journaled canonical form (resume). The prompt plaintext
@@ -439,6 +464,8 @@ impl ReplayRequest {
             },
             accept_at_least_once: b("accept_at_least_once"),
             no_checkpoints: b("no_checkpoints"),
+            isolate: b("isolate"),
+            workspace_seed: p("workspace_seed"),
         })
     }
 }

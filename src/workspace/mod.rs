@@ -7,5 +7,6 @@
 
 pub mod checkpoint;
 pub mod confine;
+pub mod isolate;
 
 pub use confine::{confine, confine_for_write};

@@ -70,6 +70,12 @@ impl Case {
             fresh_setup(&fresh.join(self.original.file_name().unwrap()));
         }
         std::fs::create_dir_all(parent).unwrap();
+        // A HOME of the case's own: the login shells replayed tools start (Codex's
+        // exec_command) read no profile of this machine's user, and nothing a killed run
+        // leaves there (a stale `pyenv rehash` lock, which hangs every later login shell for
+        // 60 s) reaches another case.
+        let home = self.root.path().join("home");
+        std::fs::create_dir_all(&home).unwrap();
         let script = format!(
             "set -e\nmount --bind '{}' '{}'\nexec \"$@\"\n",
             fresh.display(),
@@ -93,6 +99,7 @@ impl Case {
             "PVISOR_AGENTS_DIR",
             Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache/agents"),
         )
+        .env("HOME", &home)
         .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         cmd
     }
