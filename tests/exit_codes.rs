@@ -159,6 +159,34 @@ fn every_documented_exit_code_is_produced() {
     assert!(msg.contains("bad.jsonl:4"), "{msg}");
     seen.insert(r.code);
 
+    // 10 as well: a session of another agent; the hint names the agent it parses as.
+    let r = run(&[
+        "replay",
+        "--agent",
+        "codex",
+        "--trajectory",
+        &s,
+        "--after-step",
+        "1",
+        "--prepare-only",
+        "--state-dir",
+        &tmp.path().join("s10b").display().to_string(),
+        "--output-dir",
+        &tmp.path().join("o10b").display().to_string(),
+    ]);
+    expect(
+        &r,
+        exit::TRAJECTORY,
+        "trajectory_error",
+        "10 (another agent's session)",
+    );
+    assert!(
+        r.stderr
+            .contains("hint: the trajectory looks like another agent's: pass --agent claude-code"),
+        "{}",
+        r.stderr
+    );
+
     // 11: an agent pvisor does not know.
     let r = run(&[
         "replay",

@@ -100,7 +100,11 @@ fn replay_args(d: &Path, run_id: &str, n: usize) -> Vec<String> {
 
 fn seed(d: &Path) {
     std::fs::create_dir_all(d.join("seed")).unwrap();
-    std::fs::write(d.join("seed/README"), "the workspace before the recorded run\n").unwrap();
+    std::fs::write(
+        d.join("seed/README"),
+        "the workspace before the recorded run\n",
+    )
+    .unwrap();
 }
 
 #[test]
@@ -138,9 +142,15 @@ fn isolated_replays_of_one_session_run_side_by_side_with_equal_results() {
     }
     let first = files(&isolated(&d.path().join("state"), "i0"));
     assert!(first.iter().any(|(p, _)| p == "notes.txt"), "{first:?}");
-    assert!(first.iter().any(|(p, _)| p == "README"), "the seed was copied");
+    assert!(
+        first.iter().any(|(p, _)| p == "README"),
+        "the seed was copied"
+    );
     for i in 1..3 {
-        assert_eq!(files(&isolated(&d.path().join("state"), &format!("i{i}"))), first);
+        assert_eq!(
+            files(&isolated(&d.path().join("state"), &format!("i{i}"))),
+            first
+        );
     }
     // Nothing reached the host's directory at the original path.
     assert_eq!(host(Path::new(CWD)), before);
@@ -205,7 +215,10 @@ fn a_manifest_task_is_idempotent_by_run_id() {
     let (_, status, _) = run(&["fleet", "status", &m, "--json"], &[]);
     assert_eq!(status["counts"]["interrupted"], 1, "{status}");
     assert_eq!(status["counts"]["done"], 1, "{status}");
-    let (code, resumed, err) = run(&["replay", "--manifest", &m], &[("JOB_COMPLETION_INDEX", "1")]);
+    let (code, resumed, err) = run(
+        &["replay", "--manifest", &m],
+        &[("JOB_COMPLETION_INDEX", "1")],
+    );
     assert_eq!(code, 0, "{resumed}\n{err}");
     assert_eq!(outcome(&resumed), outcome(&first));
     assert!(events(&d.path().join("state/b/journal.pvj")).contains(&"resumed".to_string()));
@@ -267,7 +280,10 @@ fn squeue(conf: &str, job: &str, states: Option<&str>) -> Vec<String> {
 fn wait_for(conf: &str, job: &str, limit: Duration) {
     let t = Instant::now();
     while !squeue(conf, job, None).is_empty() {
-        assert!(t.elapsed() < limit, "Slurm job {job} still queued after {limit:?}");
+        assert!(
+            t.elapsed() < limit,
+            "Slurm job {job} still queued after {limit:?}"
+        );
         std::thread::sleep(Duration::from_millis(500));
     }
 }
@@ -285,7 +301,13 @@ fn a_slurm_job_array_replays_a_manifest_with_requeued_and_killed_tasks() {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let (code, r, err) = run(&args, &[]);
         assert_eq!(code, 0, "{r}\n{err}");
-        want.insert(n, (outcome(&r), files(&isolated(&d.path().join("state"), &format!("alone-{n}")))));
+        want.insert(
+            n,
+            (
+                outcome(&r),
+                files(&isolated(&d.path().join("state"), &format!("alone-{n}"))),
+            ),
+        );
     }
     // 50 tasks: ten replays of each boundary, all at the same original path.
     let lines: Vec<(String, usize)> = (0..50)
@@ -336,7 +358,11 @@ fn a_slurm_job_array_replays_a_manifest_with_requeued_and_killed_tasks() {
                 }
             } else if killed.is_none() && requeued.as_deref() != Some(index.as_str()) {
                 let ok = Command::new("pkill")
-                    .args(["-KILL", "-f", &format!("replay --manifest {m} --index {index}$")])
+                    .args([
+                        "-KILL",
+                        "-f",
+                        &format!("replay --manifest {m} --index {index}$"),
+                    ])
                     .status()
                     .unwrap()
                     .success();
@@ -386,11 +412,18 @@ fn a_slurm_job_array_replays_a_manifest_with_requeued_and_killed_tasks() {
     }
     eprintln!("{resumed} task(s) resumed from their journals");
     if killed.is_some() || requeued.is_some() {
-        assert!(resumed >= 1, "a requeued or killed task resumed from its journal");
+        assert!(
+            resumed >= 1,
+            "a requeued or killed task resumed from its journal"
+        );
     }
     // The fleet report folds every journal under the state root.
     let (code, _, err) = run(
-        &["journal", "audit", &d.path().join("state").display().to_string()],
+        &[
+            "journal",
+            "audit",
+            &d.path().join("state").display().to_string(),
+        ],
         &[],
     );
     assert_eq!(code, 0, "{err}");

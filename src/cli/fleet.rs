@@ -75,7 +75,11 @@ pub fn run(cmd: FleetCmd) -> Result<i32, CliError> {
             }
             let manifest = std::path::absolute(&manifest).unwrap_or(manifest);
             let me = std::env::current_exe().map_err(|e| {
-                CliError::new(exit::INTERNAL, format!("cannot find pvisor itself: {e}"), None)
+                CliError::new(
+                    exit::INTERNAL,
+                    format!("cannot find pvisor itself: {e}"),
+                    None,
+                )
             })?;
             let opts = slurm::ArrayOptions {
                 partition,

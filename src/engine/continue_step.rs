@@ -92,6 +92,31 @@ fn resolve_in_doubt(
     Ok(())
 }
 
+/// The journaled live steps after the first `kept` are asked again: the workspace goes back
+/// to the checkpoint of the first of them that ran tools (taken before its tool calls were
+/// released), which undoes whatever they did, so asking the model again applies them once;
+/// each gets its in-doubt decision. `inputs`: the tool inputs of step `kept + 1`, when the
+/// agent's session holds them.
+fn undo_live_steps(
+    rec: &mut Recorder,
+    adapter: &dyn Adapter,
+    req: &ReplayRequest,
+    checkpoints: &mut super::checkpoints::Checkpoints,
+    kept: u64,
+    inputs: &[(String, String, serde_json::Value)],
+) -> Result<(), RunError> {
+    let in_doubt: Vec<_> = rec.state.steps[kept as usize..]
+        .iter()
+        .filter(|st| !st.tools.is_empty())
+        .cloned()
+        .collect();
+    let restored = match in_doubt.first() {
+        Some(first) => checkpoints.restore(rec, 0, first.n)?,
+        None => false,
+    };
+    resolve_in_doubt(rec, adapter, req, in_doubt, inputs, kept + 1, restored)
+}
+
 /// Before attempt 2, 3… of an agent that cannot resume its own session: it starts over from
 /// the rebuilt session (the boundary). Every earlier live step is asked again, so the
 /// workspace goes back to the checkpoint of the first live step that ran tools (taken before
@@ -104,18 +129,7 @@ fn prepare_restart(
     plan: &crate::kit::Plan,
     checkpoints: &mut super::checkpoints::Checkpoints,
 ) -> Result<RebuiltSession, RunError> {
-    let in_doubt: Vec<_> = rec
-        .state
-        .steps
-        .iter()
-        .filter(|st| !st.tools.is_empty())
-        .cloned()
-        .collect();
-    let restored = match in_doubt.first() {
-        Some(first) => checkpoints.restore(rec, 0, first.n)?,
-        None => false,
-    };
-    resolve_in_doubt(rec, adapter, req, in_doubt, &[], 0, restored)?;
+    undo_live_steps(rec, adapter, req, checkpoints, 0, &[])?;
     super::perform::rebuild_for_restart(rec, adapter, req, plan)
 }
 
@@ -144,18 +158,7 @@ fn prepare_resume(
     // transcript lazily). Asking the model again re-runs them: the in-doubt policy decides.
     let inputs: Vec<(String, String, serde_json::Value)> =
         info.interrupted.clone().unwrap_or_default();
-    // The workspace back to the checkpoint of step m+1 (taken before its tool calls were
-    // released) undoes whatever steps m+1… did: asking the model again applies them once.
-    let in_doubt: Vec<_> = rec.state.steps[m as usize..]
-        .iter()
-        .filter(|st| !st.tools.is_empty())
-        .cloned()
-        .collect();
-    let restored = match in_doubt.first() {
-        Some(first) => checkpoints.restore(rec, 0, first.n)?,
-        None => false,
-    };
-    resolve_in_doubt(rec, adapter, req, in_doubt, &inputs, m + 1, restored)?;
+    undo_live_steps(rec, adapter, req, checkpoints, m, &inputs)?;
     let info = agent.resume(true)?;
     let mut prefix = rebuilt.prefix.clone();
     prefix.extend(info.live.iter().cloned());

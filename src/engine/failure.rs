@@ -11,6 +11,12 @@ pub enum RunError {
     Configuration(String),
     #[error("{0}")]
     Trajectory(#[from] TrajectoryError),
+    /// The trajectory is not this agent's, but it parses as `agent`'s session.
+    #[error("{error} (the file parses as a `{agent}` session)")]
+    TrajectoryOfAnotherAgent {
+        error: TrajectoryError,
+        agent: &'static str,
+    },
     #[error("{0}")]
     UnsupportedAgent(String),
     #[error("{0}")]
@@ -48,7 +54,9 @@ impl RunError {
         use FailureCategory as C;
         match self {
             RunError::Configuration(_) => C::ConfigurationError,
-            RunError::Trajectory(_) => C::TrajectoryError,
+            RunError::Trajectory(_) | RunError::TrajectoryOfAnotherAgent { .. } => {
+                C::TrajectoryError
+            }
             RunError::UnsupportedAgent(_) => C::UnsupportedAgent,
             RunError::UnsupportedVersion(_) => C::UnsupportedVersion,
             RunError::Workspace(_) => C::WorkspaceError,
@@ -96,6 +104,9 @@ impl RunError {
             RunError::Journal(J::TooNew { .. } | J::NotWritable { .. }) => "use the pvisor version that wrote this journal, or a newer one".into(),
             RunError::Journal(J::NotFound { .. }) => "pass the journal file (journal.pvj) or the run's state directory".into(),
             RunError::JournalOrder(_) => "the journal's events are intact but out of order for the phase machine: `pvisor journal verify` names the sequence number; keep the file and start a new run".into(),
+            RunError::TrajectoryOfAnotherAgent { agent, .. } => {
+                format!("the trajectory looks like another agent's: pass --agent {agent}")
+            }
             e => crate::outcome::hint(e.category()).into(),
         }
     }

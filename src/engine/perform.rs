@@ -54,8 +54,30 @@ pub fn parse_source(
             format!("cannot read the trajectory: {e}"),
         )
     })?;
-    let plan = adapter.parse(&req.trajectory, &bytes)?;
+    let plan = adapter.parse(&req.trajectory, &bytes).map_err(|error| {
+        match another_agent(adapter.name(), req) {
+            Some(agent) => RunError::TrajectoryOfAnotherAgent { error, agent },
+            None => RunError::Trajectory(error),
+        }
+    })?;
     Ok((plan, digest::sha256(&bytes)))
+}
+
+/// The supported agent (other than `tried`) whose parser reads the trajectory into at least
+/// one batch: a hint for a run given the wrong `--agent`.
+fn another_agent(tried: &str, req: &ReplayRequest) -> Option<&'static str> {
+    crate::adapters::registry()
+        .entries()
+        .iter()
+        .filter(|e| e.name != tried)
+        .find(|e| {
+            let a = (e.make)();
+            a.read_input(&req.trajectory)
+                .ok()
+                .and_then(|b| a.parse(&req.trajectory, &b).ok())
+                .is_some_and(|p| !p.batches.is_empty())
+        })
+        .map(|e| e.name)
 }
 
 pub fn parse(
@@ -139,7 +161,7 @@ pub fn validate(
                 plan.batches.len()
             )
         };
-        return Err(crate::error::TrajectoryError::new(
+        let error = crate::error::TrajectoryError::new(
             &req.trajectory,
             plan.batches
                 .get(n.min(plan.batches.len()).saturating_sub(1))
@@ -147,8 +169,15 @@ pub fn validate(
                 .unwrap_or(0),
             "after_step",
             format!("boundary {n} is beyond the last complete batch ({max}): {why}"),
-        )
-        .into());
+        );
+        // No batch at all: perhaps another agent's session that this parser reads as empty.
+        return Err(match plan.batches.is_empty() {
+            true => match another_agent(adapter.name(), req) {
+                Some(agent) => RunError::TrajectoryOfAnotherAgent { error, agent },
+                None => RunError::Trajectory(error),
+            },
+            false => RunError::Trajectory(error),
+        });
     }
     if let (Some(want), Some(have)) = (&req.session_id, &plan.session_id) {
         if want != have {

@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::request::{RequestFields, ReplayRequest};
+use crate::request::{ReplayRequest, RequestFields};
 
 pub const FLEET_SCHEMA: &str = "pvisor.fleet/v1";
 
@@ -92,7 +92,11 @@ impl Manifest {
                 )
             })?;
             if f.schema_version.is_some() {
-                return Err(err(n, "schema_version: only the header names the schema".into(), None));
+                return Err(err(
+                    n,
+                    "schema_version: only the header names the schema".into(),
+                    None,
+                ));
             }
             let Some(id) = f.run_id.clone() else {
                 return Err(err(
@@ -132,13 +136,11 @@ impl Manifest {
             ),
             hint: Some("the index is 0-based (the Slurm array is 0-N−1)".into()),
         })?;
-        ReplayRequest::from_fields(f.clone().or(self.defaults.clone())).map_err(|e| {
-            ManifestError {
-                path: self.path.clone(),
-                line: *n,
-                message: e.message,
-                hint: e.hint,
-            }
+        ReplayRequest::from_fields(f.clone().or(self.defaults.clone())).map_err(|e| ManifestError {
+            path: self.path.clone(),
+            line: *n,
+            message: e.message,
+            hint: e.hint,
         })
     }
 }
@@ -197,17 +199,36 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let h = "{\"schema_version\":\"pvisor.fleet/v1\"}\n";
         for (text, line, field) in [
-            ("{\"schema_version\":\"pvisor.fleet/v9\"}\n{\"run_id\":\"a\"}\n", 1, "schema_version"),
-            (&format!("{h}{{\"trajectory\":\"t\"}}\n") as &str, 2, "run_id"),
-            (&format!("{h}{{\"run_id\":\"a\"}}\n{{\"run_id\":\"a\"}}\n"), 3, "run_id"),
-            (&format!("{h}{{\"run_id\":\"a\",\"after_step\":\"x\"}}\n"), 2, "after_step"),
+            (
+                "{\"schema_version\":\"pvisor.fleet/v9\"}\n{\"run_id\":\"a\"}\n",
+                1,
+                "schema_version",
+            ),
+            (
+                &format!("{h}{{\"trajectory\":\"t\"}}\n") as &str,
+                2,
+                "run_id",
+            ),
+            (
+                &format!("{h}{{\"run_id\":\"a\"}}\n{{\"run_id\":\"a\"}}\n"),
+                3,
+                "run_id",
+            ),
+            (
+                &format!("{h}{{\"run_id\":\"a\",\"after_step\":\"x\"}}\n"),
+                2,
+                "after_step",
+            ),
         ] {
             let e = Manifest::load(&write(d.path(), text)).unwrap_err();
             assert_eq!(e.line, line, "{e}");
             assert!(e.to_string().contains(field), "{e}");
         }
         // A request error names its line.
-        let p = write(d.path(), &format!("{h}{{\"run_id\":\"a\",\"trajectory\":\"t\"}}\n"));
+        let p = write(
+            d.path(),
+            &format!("{h}{{\"run_id\":\"a\",\"trajectory\":\"t\"}}\n"),
+        );
         let e = Manifest::load(&p).unwrap().request(0).unwrap_err();
         assert_eq!(e.line, 2);
         assert!(e.message.contains("--agent"), "{e}");

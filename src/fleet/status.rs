@@ -82,7 +82,11 @@ pub fn task_state(state_dir: &std::path::Path) -> TaskState {
 /// Whether another process holds the journal's lock (a live attempt).
 fn locked(path: &std::path::Path) -> bool {
     use fs2::FileExt;
-    let Ok(f) = std::fs::OpenOptions::new().read(true).write(true).open(path) else {
+    let Ok(f) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+    else {
         return false;
     };
     match f.try_lock_exclusive() {
@@ -127,7 +131,12 @@ mod tests {
         assert_eq!(task_state(&d.path().join("nope")), TaskState::Pending);
         let t = vec![
             ("a".to_string(), TaskState::Pending),
-            ("b".to_string(), TaskState::Failed { category: "trajectory_error".into() }),
+            (
+                "b".to_string(),
+                TaskState::Failed {
+                    category: "trajectory_error".into(),
+                },
+            ),
             ("c".to_string(), TaskState::Pending),
         ];
         let c = counts(&t);

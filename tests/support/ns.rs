@@ -9,7 +9,11 @@ use std::process::Command;
 use serde_json::Value;
 
 const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
-const PVISOR: &str = env!("CARGO_BIN_EXE_pvisor");
+/// The pvisor under test: this build's, or `PVISOR_UNDER_TEST` (a copy a long campaign runs
+/// while the tree is rebuilt).
+fn pvisor_bin() -> String {
+    std::env::var("PVISOR_UNDER_TEST").unwrap_or_else(|_| env!("CARGO_BIN_EXE_pvisor").into())
+}
 
 /// One replay to run in its own mount namespace.
 pub struct Case {
@@ -91,7 +95,7 @@ impl Case {
             "-c",
             &script,
             "pvisor-ns",
-            PVISOR,
+            &pvisor_bin(),
         ])
         .args(args)
         // Helpers installed beside the agents (OpenCode's ripgrep) are found there.
@@ -117,7 +121,7 @@ impl Case {
     }
     pub fn export(&self, id: &str) -> String {
         String::from_utf8(
-            Command::new(PVISOR)
+            Command::new(pvisor_bin())
                 .args(["journal", "export"])
                 .arg(self.state(id))
                 .output()
