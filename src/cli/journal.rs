@@ -54,6 +54,9 @@ pub enum JournalCmd {
         state_dir: PathBuf,
         #[arg(long, default_value_t = u64::MAX)]
         max_events: u64,
+        /// Batches of the synthetic run (4 events each, plus 6).
+        #[arg(long, default_value_t = super::stress::DEFAULT_BATCHES)]
+        batches: u64,
     },
 }
 
@@ -65,7 +68,8 @@ pub fn run(cmd: JournalCmd) -> Result<i32, CliError> {
         JournalCmd::Stress {
             state_dir,
             max_events,
-        } => super::stress::run(state_dir, max_events),
+            batches,
+        } => super::stress::run(state_dir, max_events, batches),
         JournalCmd::Audit {
             path,
             format,

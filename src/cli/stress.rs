@@ -14,9 +14,10 @@ use super::exit;
 use crate::fold::{self, Phase, ReplayState};
 use crate::journal::{Durability, Journal};
 
-const BATCHES: u64 = 400;
+/// Batches of the synthetic run when `--batches` is not given (4 events per batch).
+pub const DEFAULT_BATCHES: u64 = 400;
 
-fn next(s: &ReplayState, started_here: bool) -> Option<Event> {
+fn next(s: &ReplayState, started_here: bool, batches: u64) -> Option<Event> {
     let d = |x: String| format!("blake3:{}", blake3::hash(x.as_bytes()).to_hex());
     Some(match s.phase {
         Phase::Empty => Event::RunRequested(Box::new(RunRequested {
@@ -27,7 +28,7 @@ fn next(s: &ReplayState, started_here: bool) -> Option<Event> {
             agent_version: None,
             agent_entrypoint: None,
             mode: Mode::ReplayOnly,
-            after_step: BATCHES,
+            after_step: batches,
             max_steps: None,
             boundary_prompt: None,
             source_path: "-".into(),
@@ -42,8 +43,8 @@ fn next(s: &ReplayState, started_here: bool) -> Option<Event> {
             source_sha256: "sha256:-".into(),
             session_id: None,
             recorded_version: None,
-            model_turns: BATCHES,
-            batches: (1..=BATCHES)
+            model_turns: batches,
+            batches: (1..=batches)
                 .map(|i| BatchSummary {
                     index: i,
                     model_turn: i,
@@ -60,10 +61,10 @@ fn next(s: &ReplayState, started_here: bool) -> Option<Event> {
             plan_blob: "-".into(),
         }),
         Phase::Parsed => Event::BoundaryValidated(BoundaryValidated {
-            after_step: BATCHES,
-            prefix_tool_calls: BATCHES,
-            prefix_model_turns: BATCHES,
-            max_boundary: BATCHES,
+            after_step: batches,
+            prefix_tool_calls: batches,
+            prefix_model_turns: batches,
+            max_boundary: batches,
             live_budget: None,
             stale_calls: vec![],
         }),
@@ -74,7 +75,7 @@ fn next(s: &ReplayState, started_here: bool) -> Option<Event> {
             records: 0,
         }),
         Phase::Prepared => Event::BatchStarted(BatchStarted { batch: 1, calls: 1 }),
-        Phase::BatchDone(k) if k < BATCHES => Event::BatchStarted(BatchStarted {
+        Phase::BatchDone(k) if k < batches => Event::BatchStarted(BatchStarted {
             batch: k + 1,
             calls: 1,
         }),
@@ -142,7 +143,7 @@ fn next(s: &ReplayState, started_here: bool) -> Option<Event> {
     })
 }
 
-pub fn run(state_dir: PathBuf, max_events: u64) -> Result<i32, CliError> {
+pub fn run(state_dir: PathBuf, max_events: u64, batches: u64) -> Result<i32, CliError> {
     let (mut j, events, _) = Journal::open_dir(&state_dir)?;
     let mut state = fold::fold(&events)
         .map_err(|e| CliError::new(exit::JOURNAL_ILLEGAL_ORDER, e.to_string(), None))?;
@@ -152,7 +153,7 @@ pub fn run(state_dir: PathBuf, max_events: u64) -> Result<i32, CliError> {
     while n < max_events {
         // A call started by an earlier (killed) process and never finished is in doubt: the
         // decision is journaled before it is re-run. A call this process started is finished.
-        let Some(ev) = next(&state, started_here) else {
+        let Some(ev) = next(&state, started_here, batches) else {
             break;
         };
         started_here = matches!(ev, Event::ToolCallStarted(_));
