@@ -93,7 +93,11 @@ fn legal_journal(n: u64) -> tempfile::TempDir {
         .unwrap();
     assert!(st.success(), "pvisor journal stress failed");
     let (_, events, _) = Journal::open_dir(dir.path()).unwrap();
-    assert_eq!(events.len() as u64, n, "the bench's journal holds what its name says");
+    assert_eq!(
+        events.len() as u64,
+        n,
+        "the bench's journal holds what its name says"
+    );
     dir
 }
 

@@ -152,8 +152,14 @@ fn isolated_replays_of_one_session_run_side_by_side_with_equal_results() {
             first
         );
     }
-    // Nothing reached the host's directory at the original path.
+    // Nothing reached the host's directory at the original path; /tmp was the run's own.
     assert_eq!(host(Path::new(CWD)), before);
+    let tmp = d.path().join("state/i0/isolated/tmp");
+    assert!(tmp.is_dir(), "the run's private /tmp");
+    assert!(
+        tmp.join(d.path().file_name().unwrap()).is_dir(),
+        "the host's /tmp entry holding the run's state is bound again inside it"
+    );
 }
 
 /// A manifest over `lines` (run id, boundary), in `d`.

@@ -72,7 +72,20 @@ pub fn run(start: Start, registry: &Registry) -> Outcome {
     // `--isolate`: everything from here on runs in the run's private mount namespace.
     if req.isolate {
         let seed = req.workspace_seed.as_deref().unwrap_or(&req.workspace);
-        if let Err(e) = crate::workspace::isolate::enter(&req.workspace, seed, &req.state_dir) {
+        let agents = crate::install::agents_root();
+        let exe = std::env::current_exe().unwrap_or_default();
+        let mut keep = vec![
+            req.state_dir.as_path(),
+            req.output_dir.as_path(),
+            req.trajectory.as_path(),
+            agents.as_path(),
+            exe.as_path(),
+        ];
+        keep.extend(req.agent_entrypoint.as_deref());
+        keep.extend(req.model.script.as_deref());
+        if let Err(e) =
+            crate::workspace::isolate::enter(&req.workspace, seed, &req.state_dir, &keep)
+        {
             return early(&RunError::Workspace(e.to_string()), Some(&req));
         }
     }

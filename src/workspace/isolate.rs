@@ -4,7 +4,9 @@
 //! nothing another run does to that path reaches this one.
 //!
 //! The copy is `<state>/isolated/workspace`, on the filesystem of the state directory (not a
-//! tmpfs: directory order shows in Glob and `ls` output). A fresh run fills it from what the
+//! tmpfs: directory order shows in Glob and `ls` output). `/tmp` is the run's own
+//! `<state>/isolated/tmp`, with the host's `/tmp` entries the run itself needs (its state and
+//! output directories, trajectory, agent) bound again inside it. A fresh run fills it from what the
 //! host has at the workspace path (nothing when the path does not exist), once; a resumed run
 //! binds the same copy again, so the journal's workspace checks see what the earlier attempt
 //! left. The namespace is entered by the process itself before it starts any thread or
@@ -37,15 +39,57 @@ pub fn copy_dir(state_dir: &Path) -> PathBuf {
 }
 
 /// Enter a private mount namespace with the run's copy of the workspace bound at
-/// `workspace`. The copy is made from `seed` (the host's directory there, or another one)
-/// the first time; an interrupted copy is made again. Must be called before the process
-/// starts threads or children.
-pub fn enter(workspace: &Path, seed: &Path, state_dir: &Path) -> Result<PathBuf, IsolateError> {
+/// `workspace` and a private `/tmp`. The copy is made from `seed` (the host's directory
+/// there, or another one) the first time; an interrupted copy is made again. `keep`: paths
+/// the run needs (its state and output directories, the trajectory, the agent): the entries
+/// of the host's `/tmp` that hold them are bound again inside the private one. Must be
+/// called before the process starts threads or children.
+pub fn enter(
+    workspace: &Path,
+    seed: &Path,
+    state_dir: &Path,
+    keep: &[&Path],
+) -> Result<PathBuf, IsolateError> {
     let copy = copy_dir(state_dir);
     if !copy.is_dir() {
         fill(seed, &copy)?;
     }
+    let tmp = state_dir.join("isolated").join("tmp");
+    std::fs::create_dir_all(&tmp).map_err(|source| IsolateError::Bind {
+        from: tmp.clone(),
+        to: "/tmp".into(),
+        source,
+    })?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o1777));
+    }
     unshare_mounts()?;
+    // The host's /tmp entries the run needs, as detached copies of their mounts taken before
+    // /tmp is covered, attached again inside the private /tmp.
+    let mut held: Vec<(PathBuf, bool, std::os::fd::OwnedFd)> = Vec::new();
+    for p in keep.iter().chain([&state_dir]) {
+        let Some(top) = top_of_tmp(p) else { continue };
+        if held.iter().any(|(t, _, _)| *t == top) || !top.exists() {
+            continue;
+        }
+        let fd = clone_tree(&top)?;
+        held.push((top.clone(), top.is_dir(), fd));
+    }
+    bind(&tmp, Path::new("/tmp"))?;
+    for (top, dir, fd) in &held {
+        let made = if *dir {
+            std::fs::create_dir_all(top)
+        } else {
+            std::fs::File::create(top).map(|_| ())
+        };
+        made.map_err(|source| IsolateError::Bind {
+            from: top.clone(),
+            to: top.clone(),
+            source,
+        })?;
+        attach(fd, top)?;
+    }
     std::fs::create_dir_all(workspace).map_err(|source| IsolateError::Bind {
         from: copy.clone(),
         to: workspace.to_path_buf(),
@@ -53,6 +97,13 @@ pub fn enter(workspace: &Path, seed: &Path, state_dir: &Path) -> Result<PathBuf,
     })?;
     bind(&copy, workspace)?;
     Ok(copy)
+}
+
+/// `/tmp/<entry>` when `p` lies under `/tmp` (the entry of the host's `/tmp` holding it).
+fn top_of_tmp(p: &Path) -> Option<PathBuf> {
+    let rest = p.strip_prefix("/tmp").ok()?;
+    let first = rest.components().next()?;
+    Some(Path::new("/tmp").join(first))
 }
 
 /// Copy `from` (if it exists) to `to` with modes, times and links (`cp -a`, reflinks where
@@ -115,6 +166,58 @@ fn unshare_mounts() -> Result<(), IsolateError> {
         {
             return Err(IsolateError::Namespace(std::io::Error::last_os_error()));
         }
+    }
+    Ok(())
+}
+
+/// A detached copy of the mount tree at `path` (`open_tree(OPEN_TREE_CLONE | AT_RECURSIVE)`).
+fn clone_tree(path: &Path) -> Result<std::os::fd::OwnedFd, IsolateError> {
+    use std::os::fd::FromRawFd;
+    const OPEN_TREE_CLONE: libc::c_uint = 1;
+    const AT_RECURSIVE: libc::c_uint = 0x8000;
+    let p = cstr(path);
+    // SAFETY: open_tree returns a new file descriptor or -1.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_open_tree,
+            libc::AT_FDCWD,
+            p.as_ptr(),
+            OPEN_TREE_CLONE | AT_RECURSIVE | libc::O_CLOEXEC as libc::c_uint,
+        )
+    };
+    if fd < 0 {
+        return Err(IsolateError::Bind {
+            from: path.to_path_buf(),
+            to: path.to_path_buf(),
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    // SAFETY: a fresh descriptor this function owns.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Attach the detached tree `fd` at `to` (`move_mount`).
+fn attach(fd: &std::os::fd::OwnedFd, to: &Path) -> Result<(), IsolateError> {
+    use std::os::fd::AsRawFd;
+    const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 4;
+    let (empty, t) = (cstr(Path::new("")), cstr(to));
+    // SAFETY: move_mount of a detached tree onto an existing path.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            fd.as_raw_fd(),
+            empty.as_ptr(),
+            libc::AT_FDCWD,
+            t.as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH,
+        )
+    };
+    if rc != 0 {
+        return Err(IsolateError::Bind {
+            from: to.to_path_buf(),
+            to: to.to_path_buf(),
+            source: std::io::Error::last_os_error(),
+        });
     }
     Ok(())
 }
