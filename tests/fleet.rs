@@ -294,32 +294,97 @@ fn wait_for(conf: &str, job: &str, limit: Duration) {
     }
 }
 
+/// The slow session of the fleet test: its first batch runs `sleep 1.5` and `sleep 0.5` in
+/// parallel, so a task of it is still running when the test kills it.
+fn slow() -> (PathBuf, &'static str, PathBuf) {
+    let d = root().join("tests/fixtures/claude/recorded/parallel-order-2.1.332");
+    (
+        d.join("session.jsonl"),
+        "/tmp/pvisor-rec-parallel-order-2.1.332/work",
+        d.join("workspace-before"),
+    )
+}
+
+/// The state of `run_id` in `fleet status`.
+fn state_of(m: &str, run_id: &str) -> Value {
+    let (_, status, _) = run(&["fleet", "status", m, "--json"], &[]);
+    status["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["run_id"] == run_id)
+        .map(|t| t["state"].clone())
+        .unwrap_or(Value::Null)
+}
+
 #[test]
 fn a_slurm_job_array_replays_a_manifest_with_requeued_and_killed_tasks() {
     let conf = slurm();
     let d = tempfile::tempdir().unwrap();
     seed(d.path());
-    // One run alone per boundary: what every task of that boundary must end as.
+    let (slow_session, slow_cwd, slow_seed) = slow();
+    // 50 tasks: eight replays of each of five boundaries of the fast session and ten of the
+    // slow one, all of a session at the same original path.
     let boundaries = [1usize, 2, 3, 4, 5];
+    let lines: Vec<(String, Option<usize>)> = (0..50)
+        .map(|i| match i % 5 {
+            4 => (format!("slow{i:02}"), None),
+            k => (
+                format!("t{i:02}"),
+                Some(boundaries[(i / 5 + k) % boundaries.len()]),
+            ),
+        })
+        .collect();
+    let mut text = serde_json::json!({
+        "schema_version": "pvisor.fleet/v1",
+        "defaults": {
+            "agent": "claude-code", "trajectory": session(), "replay_only": true,
+            "isolate": true, "workspace": CWD, "workspace_seed": "seed",
+            "state_dir": "state", "output_dir": "out",
+        }
+    })
+    .to_string();
+    text.push('\n');
+    for (id, n) in &lines {
+        let line = match n {
+            Some(n) => serde_json::json!({"run_id": id, "after_step": n}),
+            None => serde_json::json!({
+                "run_id": id, "after_step": 1, "trajectory": slow_session,
+                "workspace": slow_cwd, "workspace_seed": slow_seed,
+            }),
+        };
+        text.push_str(&line.to_string());
+        text.push('\n');
+    }
+    let m = d.path().join("fleet.jsonl");
+    std::fs::write(&m, text).unwrap();
+    let m = m.display().to_string();
+    // Each distinct replay run alone (tasks 0..5 cover the fast boundaries, task 4 the slow
+    // session): what every task of the same request must end as.
     let mut want = std::collections::HashMap::new();
-    for &n in &boundaries {
-        let args = replay_args(d.path(), &format!("alone-{n}"), n);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let (code, r, err) = run(&args, &[]);
+    for (i, (id, n)) in lines.iter().enumerate().take(10) {
+        if want.contains_key(n) {
+            continue;
+        }
+        let alone = d.path().join("alone");
+        std::fs::create_dir_all(&alone).unwrap();
+        let (code, r, err) = run(
+            &["replay", "--manifest", &m, "--index", &i.to_string()],
+            &[],
+        );
         assert_eq!(code, 0, "{r}\n{err}");
+        // Its state moves aside: the fleet runs that task again from nothing.
+        let state = d.path().join("state").join(id);
+        std::fs::rename(&state, alone.join(id)).unwrap();
+        std::fs::remove_dir_all(d.path().join("out").join(id)).unwrap();
         want.insert(
-            n,
+            *n,
             (
                 outcome(&r),
-                files(&isolated(&d.path().join("state"), &format!("alone-{n}"))),
+                files(&alone.join(id).join("isolated/workspace")),
             ),
         );
     }
-    // 50 tasks: ten replays of each boundary, all at the same original path.
-    let lines: Vec<(String, usize)> = (0..50)
-        .map(|i| (format!("t{i:02}"), boundaries[i % boundaries.len()]))
-        .collect();
-    let m = manifest(d.path(), &lines).display().to_string();
     let env = [("SLURM_CONF", conf.as_str())];
     let (code, _, err) = run(
         &["fleet", "submit", &m, "--max-parallel", "2", "--requeue"],
@@ -339,12 +404,20 @@ fn a_slurm_job_array_replays_a_manifest_with_requeued_and_killed_tasks() {
         .and_then(|s| s.split_whitespace().next())
         .expect("the job id is printed")
         .to_string();
-    // While it runs: one task requeued by Slurm, another SIGKILLed.
+    // While it runs: a slow task requeued by Slurm, and slow tasks SIGKILLed until one is
+    // caught in the middle of its replay (its journal started, not finished).
     let t = Instant::now();
     let (mut requeued, mut killed) = (None, None);
-    while (requeued.is_none() || killed.is_none()) && t.elapsed() < Duration::from_secs(120) {
+    while killed.is_none() && t.elapsed() < Duration::from_secs(300) {
         for task in squeue(&conf, &id, Some("R")) {
-            let index = task.rsplit('_').next().unwrap_or("").to_string();
+            let index: usize = match task.rsplit('_').next().and_then(|x| x.parse().ok()) {
+                Some(i) => i,
+                None => continue,
+            };
+            let run_id = &lines[index].0;
+            if lines[index].1.is_some() || killed.is_some() {
+                continue;
+            }
             if requeued.is_none() {
                 let ok = Command::new("scontrol")
                     .env("SLURM_CONF", &conf)
@@ -359,46 +432,47 @@ fn a_slurm_job_array_replays_a_manifest_with_requeued_and_killed_tasks() {
                         .env("SLURM_CONF", &conf)
                         .args(["update", &format!("jobid={task}"), "starttime=now"])
                         .status();
-                    requeued = Some(index);
-                    continue;
+                    requeued = Some(run_id.clone());
                 }
-            } else if killed.is_none() && requeued.as_deref() != Some(index.as_str()) {
-                let ok = Command::new("pkill")
-                    .args([
-                        "-KILL",
-                        "-f",
-                        &format!("replay --manifest {m} --index {index}$"),
-                    ])
-                    .status()
-                    .unwrap()
-                    .success();
-                if ok {
-                    killed = Some(index);
-                }
+                continue;
+            }
+            if requeued.as_ref() == Some(run_id) {
+                continue;
+            }
+            let hit = Command::new("pkill")
+                .args([
+                    "-KILL",
+                    "-f",
+                    &format!("replay --manifest {m} --index {index}$"),
+                ])
+                .status()
+                .unwrap()
+                .success();
+            std::thread::sleep(Duration::from_millis(300));
+            if hit && state_of(&m, run_id) == "interrupted" {
+                killed = Some(run_id.clone());
             }
         }
-        std::thread::sleep(Duration::from_millis(200));
+        std::thread::sleep(Duration::from_millis(100));
     }
-    eprintln!("requeued task {requeued:?}, killed task {killed:?}");
+    eprintln!("requeued {requeued:?}, killed in the middle of its replay: {killed:?}");
+    let killed = killed.expect("a slow task was SIGKILLed in the middle of its replay");
     wait_for(&conf, &id, Duration::from_secs(600));
     // A SIGKILLed task failed in Slurm's eyes: the same submission again finishes the fleet
     // (done tasks print their result and run nothing).
     let (_, status, _) = run(&["fleet", "status", &m, "--json"], &[]);
-    if status["counts"]["done"] != 50 {
-        eprintln!("after the first submission: {}", status["counts"]);
-        let (code, _, err) = run(&["fleet", "submit", &m, "--max-parallel", "2"], &env);
-        assert_eq!(code, 0, "{err}");
-        let id2 = err
-            .split("Slurm job ")
-            .nth(1)
-            .and_then(|s| s.split_whitespace().next())
-            .unwrap()
-            .to_string();
-        wait_for(&conf, &id2, Duration::from_secs(600));
-    }
+    assert_eq!(status["counts"]["interrupted"], 1, "{status}");
+    let (code, _, err) = run(&["fleet", "submit", &m, "--max-parallel", "2"], &env);
+    assert_eq!(code, 0, "{err}");
+    let id2 = err
+        .split("Slurm job ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .unwrap()
+        .to_string();
+    wait_for(&conf, &id2, Duration::from_secs(600));
     let (_, status, _) = run(&["fleet", "status", &m, "--json"], &[]);
     assert_eq!(status["counts"]["done"], 50, "{status}");
-    let mut resumed = 0;
     for (i, (run_id, n)) in lines.iter().enumerate() {
         let r: Value = serde_json::from_slice(
             &std::fs::read(d.path().join("out").join(run_id).join("result.json")).unwrap(),
@@ -410,19 +484,12 @@ fn a_slurm_job_array_replays_a_manifest_with_requeued_and_killed_tasks() {
             want[n].1,
             "task {i} ({run_id}): its workspace differs from the run alone's"
         );
-        if events(&d.path().join("state").join(run_id).join("journal.pvj"))
-            .contains(&"resumed".to_string())
-        {
-            resumed += 1;
-        }
     }
-    eprintln!("{resumed} task(s) resumed from their journals");
-    if killed.is_some() || requeued.is_some() {
-        assert!(
-            resumed >= 1,
-            "a requeued or killed task resumed from its journal"
-        );
-    }
+    let journal = |id: &str| d.path().join("state").join(id).join("journal.pvj");
+    assert!(
+        events(&journal(&killed)).contains(&"resumed".to_string()),
+        "the killed task resumed from its journal"
+    );
     // The fleet report folds every journal under the state root.
     let (code, _, err) = run(
         &[
