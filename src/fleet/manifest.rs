@@ -85,9 +85,13 @@ impl Manifest {
         let mut ids = std::collections::HashMap::new();
         for (n, l) in rows {
             let f: RequestFields = serde_json::from_str(l).map_err(|e| {
+                let message = match field_at_fault(l) {
+                    Some(k) => format!("{k}: {e}"),
+                    None => e.to_string(),
+                };
                 err(
                     n,
-                    e.to_string(),
+                    message,
                     Some("each line is a replay request (the keys of pvisor.replay-request/v1)"),
                 )
             })?;
@@ -143,6 +147,17 @@ impl Manifest {
             hint: e.hint,
         })
     }
+}
+
+/// The key of a request line whose value does not fit its field (each key alone is tried).
+fn field_at_fault(line: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(line).ok()?;
+    v.as_object()?.iter().find_map(|(k, x)| {
+        let one = serde_json::json!({ k: x });
+        serde_json::from_value::<RequestFields>(one)
+            .is_err()
+            .then(|| k.clone())
+    })
 }
 
 /// The task index: `--index`, else `SLURM_ARRAY_TASK_ID` (Slurm job arrays), else

@@ -43,7 +43,10 @@ impl Case {
     pub fn set_faketime(&mut self, ft: Option<&str>) {
         std::fs::write(self.root.path().join("faketime"), ft.unwrap_or("")).unwrap();
     }
-    /// A wrapper around the agent that applies the case's `FAKETIME` (if any) at each start.
+    /// A wrapper around the agent that applies the case's `FAKETIME` (if any) at each start,
+    /// to everything the agent starts except tmux: a tmux server under libfaketime vanishes
+    /// about one start in three here (OpenHands' terminal then fails), so a `tmux` shim
+    /// first on PATH starts the real one without it.
     pub fn wrap(&self, agent: &Path) -> PathBuf {
         assert!(Path::new(LIBFAKETIME).is_file(), "{LIBFAKETIME} is missing: install the Debian package `faketime` (scripts/test.sh does)");
         let w = self.root.path().join("agent-wrapper");
@@ -51,12 +54,28 @@ impl Case {
         if !ft.exists() {
             std::fs::write(&ft, "").unwrap();
         }
+        let shims = self.root.path().join("shims");
+        std::fs::create_dir_all(&shims).unwrap();
+        let tmux = shims.join("tmux");
+        std::fs::write(
+            &tmux,
+            format!(
+                "#!/bin/sh\nunset LD_PRELOAD\nPATH=\"${{PATH#{}:}}\" exec tmux \"$@\"\n",
+                shims.display()
+            ),
+        )
+        .unwrap();
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&tmux, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
         std::fs::write(
             &w,
             format!(
-                "#!/bin/bash\nft=\"$(cat {ft})\"\nif [ -n \"$ft\" ]; then export LD_PRELOAD={LIBFAKETIME} FAKETIME=\"$ft\" FAKETIME_DISABLE_SHM=1 FAKETIME_DONT_FAKE_MONOTONIC=1; fi\nexec {} \"$@\"\n",
+                "#!/bin/bash\nft=\"$(cat {ft})\"\nif [ -n \"$ft\" ]; then export LD_PRELOAD={LIBFAKETIME} FAKETIME=\"$ft\" FAKETIME_DISABLE_SHM=1 FAKETIME_DONT_FAKE_MONOTONIC=1 PATH=\"{shims}:$PATH\"; fi\nexec {} \"$@\"\n",
                 agent.display(),
-                ft = ft.display()
+                ft = ft.display(),
+                shims = shims.display()
             ),
         )
         .unwrap();
