@@ -283,6 +283,16 @@ fn squeue(conf: &str, job: &str, states: Option<&str>) -> Vec<String> {
         .collect()
 }
 
+/// The job id `pvisor fleet submit` reports on stderr.
+fn job_id(stderr: &str) -> String {
+    stderr
+        .split("Slurm job ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .expect("the job id is printed")
+        .to_string()
+}
+
 fn wait_for(conf: &str, job: &str, limit: Duration) {
     let t = Instant::now();
     while !squeue(conf, job, None).is_empty() {
@@ -398,12 +408,7 @@ fn a_slurm_job_array_replays_a_manifest_with_requeued_and_killed_tasks() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("--index \"$SLURM_ARRAY_TASK_ID\""));
-    let id = err
-        .split("Slurm job ")
-        .nth(1)
-        .and_then(|s| s.split_whitespace().next())
-        .expect("the job id is printed")
-        .to_string();
+    let id = job_id(&err);
     // While it runs: a slow task requeued by Slurm, and slow tasks SIGKILLed until one is
     // caught in the middle of its replay (its journal started, not finished).
     let t = Instant::now();
@@ -464,12 +469,7 @@ fn a_slurm_job_array_replays_a_manifest_with_requeued_and_killed_tasks() {
     assert_eq!(status["counts"]["interrupted"], 1, "{status}");
     let (code, _, err) = run(&["fleet", "submit", &m, "--max-parallel", "2"], &env);
     assert_eq!(code, 0, "{err}");
-    let id2 = err
-        .split("Slurm job ")
-        .nth(1)
-        .and_then(|s| s.split_whitespace().next())
-        .unwrap()
-        .to_string();
+    let id2 = job_id(&err);
     wait_for(&conf, &id2, Duration::from_secs(600));
     let (_, status, _) = run(&["fleet", "status", &m, "--json"], &[]);
     assert_eq!(status["counts"]["done"], 50, "{status}");

@@ -171,12 +171,14 @@ pub fn validate(
             format!("boundary {n} is beyond the last complete batch ({max}): {why}"),
         );
         // No batch at all: perhaps another agent's session that this parser reads as empty.
-        return Err(match plan.batches.is_empty() {
-            true => match another_agent(adapter.name(), req) {
-                Some(agent) => RunError::TrajectoryOfAnotherAgent { error, agent },
-                None => RunError::Trajectory(error),
-            },
-            false => RunError::Trajectory(error),
+        let agent = plan
+            .batches
+            .is_empty()
+            .then(|| another_agent(adapter.name(), req))
+            .flatten();
+        return Err(match agent {
+            Some(agent) => RunError::TrajectoryOfAnotherAgent { error, agent },
+            None => RunError::Trajectory(error),
         });
     }
     if let (Some(want), Some(have)) = (&req.session_id, &plan.session_id) {
