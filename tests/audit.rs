@@ -171,7 +171,65 @@ fn the_html_report_is_self_contained() {
             && !h.contains("<link"),
         "no external assets"
     );
-    assert!(h.contains("<details><summary>differs</summary><pre>") && h.contains("+two"));
+    // the differing call: its arguments, the recorded and regenerated observations side by
+    // side, and their diff
+    let rest = &h[h.find("id=\"call-3-0\"").expect("call 3.0 has an anchor")..];
+    let call = &rest[..rest[1..]
+        .find("id=\"call-")
+        .map(|e| e + 1)
+        .unwrap_or(rest.len())];
+    assert!(h.contains("<div class=\"call differs\" id=\"call-3-0\">"));
+    assert!(
+        call.contains("&quot;path&quot;: &quot;b.txt&quot;"),
+        "the arguments are shown"
+    );
+    assert!(
+        call.contains("<pre class=\"obs recorded\">old</pre>")
+            && call.contains("<pre class=\"obs regenerated\">two</pre>"),
+        "side by side: {call}"
+    );
+    assert!(call.contains("<pre class=\"diff\">") && call.contains("class=\"line-ins\""));
+    // the equal calls say so instead of repeating the text twice
+    assert!(h.contains("identical to the recorded one"));
+    // every event is in the timeline with its payload, and a finding would link to it
+    assert!(h.contains("id=\"ev-1\" data-event=\"run_requested\""));
+    assert!(h.contains("<summary>payload</summary>"));
+    insta::assert_snapshot!("audit_html_outline", outline(&h));
+}
+
+/// The structure of an HTML report: its sections, headings and anchored elements, in order
+/// (no times, digests or paths: what a change to the page's layout changes).
+fn outline(h: &str) -> String {
+    let re =
+        regex::Regex::new(r#"<(h[1-4]|section|div|table|tr|p|pre|details)( [^>]*)?>"#).unwrap();
+    let id = regex::Regex::new(r#"id="([^"]*)""#).unwrap();
+    let class = regex::Regex::new(r#"class="([^"]*)""#).unwrap();
+    let mut out = String::new();
+    for m in re.captures_iter(h) {
+        let tag = &m[1];
+        let attrs = m.get(2).map(|a| a.as_str()).unwrap_or("");
+        let id = id.captures(attrs).map(|c| c[1].to_string());
+        // timeline rows are one per event: their count is asserted elsewhere
+        if tag == "tr" && id.as_deref().is_some_and(|i| i.starts_with("ev-")) {
+            continue;
+        }
+        if tag == "tr" || (tag == "pre" && attrs.contains("payload")) {
+            continue;
+        }
+        let class = class.captures(attrs).map(|c| c[1].to_string());
+        if id.is_none() && class.is_none() && !tag.starts_with('h') && tag != "section" {
+            continue;
+        }
+        out.push_str(tag);
+        if let Some(i) = id {
+            out.push_str(&format!(" #{i}"));
+        }
+        if let Some(c) = class {
+            out.push_str(&format!(" .{}", c.replace(' ', ".")));
+        }
+        out.push('\n');
+    }
+    out
 }
 
 /// Chromium, installed with apt when missing (never skipped: a missing browser fails).
@@ -219,23 +277,59 @@ fn the_html_report_renders_in_headless_chromium() {
         ])
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .arg("--dump-dom")
-        .arg(format!("file://{}", report.display()))
+        .arg(format!("file://{}#ev-3", report.display()))
         .output()
         .unwrap();
     let dom = String::from_utf8_lossy(&out.stdout);
+    screenshot(&report, "audit-replayed-run.png");
     assert!(
         out.status.success() && dom.contains("</html>"),
         "chromium failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     // the verdict, the checks table and a diff, as the browser parsed them
-    assert!(dom.contains("id=\"verdict\" class=\"ok\""), "{dom}");
+    assert!(dom.contains("id=\"verdict\" class=\"verdict ok\""), "{dom}");
     assert!(
         dom.contains("id=\"checks\"") && dom.contains("privacy"),
         "{dom}"
     );
     assert!(
-        dom.contains("-old") && dom.contains("+two"),
+        dom.contains(">old</pre>") && dom.contains(">two</pre>") && dom.contains("line-ins"),
         "the observation diff is in the rendered page: {dom}"
+    );
+    // the page's script ran: the timeline filter counted the rows, the linked event is marked
+    assert!(
+        dom.contains("shown</span>"),
+        "the timeline filter ran: {dom}"
+    );
+    assert!(
+        dom.contains("<tr id=\"ev-3\" data-event=\"boundary_validated\" class=\"hl\">"),
+        "{dom}"
+    );
+}
+
+/// A screenshot of a report, kept as a test artifact in `target/test-artifacts/`.
+fn screenshot(report: &std::path::Path, name: &str) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-artifacts");
+    std::fs::create_dir_all(&dir).unwrap();
+    let profile = tempfile::tempdir().unwrap();
+    let out = Command::new(chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--hide-scrollbars",
+            "--window-size=1280,2400",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("--screenshot={}", dir.join(name).display()))
+        .arg(format!("file://{}", report.display()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && dir.join(name).is_file(),
+        "chromium took no screenshot: {}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }

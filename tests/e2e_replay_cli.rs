@@ -213,3 +213,167 @@ fn malformed_sessions_are_trajectory_errors_naming_the_line() {
         "{r}"
     );
 }
+
+/// The audit page of a run, rendered by headless Chromium (installed with apt when missing,
+/// never skipped); the page is kept beside a screenshot in `target/test-artifacts/`.
+fn rendered_audit(state: &Path, name: &str) -> (i32, String) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-artifacts");
+    std::fs::create_dir_all(&dir).unwrap();
+    let page = dir.join(format!("{name}.html"));
+    let st = Command::new(env!("CARGO_BIN_EXE_pvisor"))
+        .args(["journal", "audit", "--format", "html", "-o"])
+        .arg(&page)
+        .arg(state)
+        .status()
+        .unwrap();
+    let browser = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .find(|p| Path::new(p).is_file())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let ok = Command::new("sh")
+                .args(["-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium"])
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "chromium is required and `apt-get install -y chromium` failed");
+            PathBuf::from("/usr/bin/chromium")
+        });
+    let profile = tempfile::tempdir().unwrap();
+    let common = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--hide-scrollbars",
+    ];
+    let shot = Command::new(&browser)
+        .args(common)
+        .arg("--window-size=1280,3000")
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!(
+            "--screenshot={}",
+            dir.join(format!("{name}.png")).display()
+        ))
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    assert!(
+        shot.status.success(),
+        "{}",
+        String::from_utf8_lossy(&shot.stderr)
+    );
+    let dom = Command::new(&browser)
+        .args(common)
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&dom.stdout).into_owned();
+    assert!(dom.contains("</html>"), "chromium rendered nothing");
+    (st.code().unwrap_or(-1), dom)
+}
+
+#[test]
+fn the_audit_page_of_a_continued_and_of_a_refused_run_shows_what_happened() {
+    let c = case("five-step");
+    // continued: the real Claude Code continues after batch 2 with the scripted model
+    c.reset();
+    let (code, r, err) = c.replay(
+        "page-ok",
+        2,
+        &[
+            "--max-steps",
+            "5",
+            "--agent-entrypoint",
+            &c.entry(),
+            "--model-script",
+            &c.script(),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(r["continued_steps"].as_u64().unwrap() >= 1, "{r}");
+    let (code, dom) = rendered_audit(&c.state("page-ok"), "audit-continued-run");
+    assert_eq!(code, 0, "the continued run audits clean");
+    assert!(
+        dom.contains("claude-code 2.1.332"),
+        "the header names the agent and its version"
+    );
+    assert!(dom.contains("id=\"boundary\"") && dom.contains("after batch 2"));
+    assert!(dom.contains("id=\"call-1-0\"") && dom.contains("identical to the recorded one"));
+    assert!(
+        dom.contains("continuation "),
+        "time spent per phase: continuation"
+    );
+    // the receipts: the first request validated, its prefix digest
+    let receipts = &dom[dom.find("id=\"receipts\"").unwrap()..];
+    assert!(receipts.contains("validated") && receipts.contains("blake3:"));
+    assert!(dom.contains("first request ends at the boundary: true"));
+    // what the agent did after the boundary, from its own session
+    let cont = &dom[dom.find("id=\"continuation\"").unwrap()..dom.find("id=\"receipts\"").unwrap()];
+    assert!(
+        cont.contains("as the agent recorded it") && cont.contains("class=\"call live\""),
+        "{cont}"
+    );
+    assert!(
+        cont.contains("notes.txt"),
+        "the live calls' arguments are shown"
+    );
+
+    // refused: an agent wrapper edits a recorded observation in the session pvisor wrote, so
+    // the agent's first request is not the rebuilt prefix and the bridge refuses it
+    c.reset();
+    let real = c.entry();
+    let wrapper = c.root.path().join("claude-tampering");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\ncase \"$1\" in --version|-v) exec '{real}' \"$@\";; esac\nfind \"$CLAUDE_CONFIG_DIR/projects\" -name '*.jsonl' -exec sed -i 's/\"content\":\"a.txt\"/\"content\":\"a.txt TAMPERED\"/' {{}} +\nexec '{real}' \"$@\"\n"
+        ),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let (code, r, err) = c.replay(
+        "page-refused",
+        2,
+        &[
+            "--max-steps",
+            "5",
+            "--agent-entrypoint",
+            &wrapper.display().to_string(),
+            "--model-script",
+            &c.script(),
+        ],
+    );
+    assert_ne!(code, 0, "a refused prefix fails the run: {r} {err}");
+    let (code, dom) = rendered_audit(&c.state("page-refused"), "audit-refused-run");
+    assert_eq!(code, 66, "the refused run fails the audit's bridge check");
+    assert!(dom.contains("id=\"verdict\" class=\"verdict bad\""));
+    let refused = &dom[dom
+        .find("id=\"refused\"")
+        .expect("a refused-requests section")..];
+    assert!(
+        refused.contains("first difference from the expected request"),
+        "{refused}"
+    );
+    assert!(
+        refused.contains("TAMPERED"),
+        "the kept body or the difference shows the edit: {refused}"
+    );
+    assert!(
+        refused.contains("[redacted]") || !refused.contains("x-api-key"),
+        "secrets stay redacted"
+    );
+    // the finding links to the receipt that proves it
+    let findings =
+        &dom[dom.find("id=\"findings\"").unwrap()..dom.find("id=\"transcript\"").unwrap()];
+    assert!(
+        findings.contains("href=\"#refused-") && findings.contains("href=\"#ev-"),
+        "{findings}"
+    );
+}

@@ -71,6 +71,10 @@ pub fn summarize(all: &[(PathBuf, Result<AuditReport, String>)]) -> serde_json::
     let (mut ok, mut unreadable, mut equal, mut compared) = (0u64, 0u64, 0u64, 0u64);
     let mut durations = vec![];
     let mut failed_runs = vec![];
+    // (agent | boundary) -> [runs, observations compared, equal, first requests seen, ending at O′N]
+    let mut by_agent: BTreeMap<String, [u64; 5]> = BTreeMap::new();
+    let mut by_boundary: BTreeMap<u64, [u64; 5]> = BTreeMap::new();
+    let mut timed: Vec<(u64, String, String)> = vec![];
     for (p, r) in all {
         match r {
             Err(e) => {
@@ -92,24 +96,61 @@ pub fn summarize(all: &[(PathBuf, Result<AuditReport, String>)]) -> serde_json::
                 if let Some(c) = r.run["failure"]["category"].as_str() {
                     count(c, &mut failures);
                 }
+                let (mut rc, mut re) = (0u64, 0u64);
                 for c in &r.calls {
                     if c.observation != "in_doubt"
                         && c.observation != "not_compared"
                         && c.observation != "stale"
                     {
-                        compared += 1;
+                        rc += 1;
                         if c.observation == "equal" || c.observation == "equal_except_dynamic" {
-                            equal += 1;
+                            re += 1;
                         }
                     }
                 }
+                compared += rc;
+                equal += re;
+                let first = &r.run["metadata"]["bridge"]["first_request_ends_at_boundary"];
+                let add = |m: &mut [u64; 5]| {
+                    m[0] += 1;
+                    m[1] += rc;
+                    m[2] += re;
+                    if let Some(b) = first.as_bool() {
+                        m[3] += 1;
+                        m[4] += b as u64;
+                    }
+                };
+                let agent = r.run["agent"]["type"]
+                    .as_str()
+                    .or(r.run["agent"].as_str())
+                    .unwrap_or("unknown")
+                    .to_string();
+                add(by_agent.entry(agent).or_default());
+                add(by_boundary
+                    .entry(r.run["after_step"].as_u64().unwrap_or(0))
+                    .or_default());
                 if let Some(d) = r.duration_ms {
                     durations.push(d);
+                    timed.push((
+                        d,
+                        r.run["run_id"].as_str().unwrap_or("-").to_string(),
+                        p.display().to_string(),
+                    ));
                 }
             }
         }
     }
     durations.sort();
+    timed.sort_by(|a, b| b.0.cmp(&a.0));
+    let rates = |m: &[u64; 5]| {
+        serde_json::json!({
+            "runs": m[0],
+            "observations_compared": m[1],
+            "observation_equality_rate": ratio(m[2], m[1]),
+            "first_requests": m[3],
+            "first_request_equality_rate": ratio(m[4], m[3]),
+        })
+    };
     serde_json::json!({
         "schema_version": "pvisor.audit-fleet/v1",
         "runs": all.len(),
@@ -122,6 +163,17 @@ pub fn summarize(all: &[(PathBuf, Result<AuditReport, String>)]) -> serde_json::
         "observation_equality_rate": if compared == 0 { serde_json::Value::Null } else { serde_json::json!(equal as f64 / compared as f64) },
         "observations_compared": compared,
         "duration_ms": { "p50": pct(&durations, 0.5), "p95": pct(&durations, 0.95) },
+        "by_agent": by_agent.iter().map(|(k, m)| (k.clone(), rates(m))).collect::<serde_json::Map<_, _>>(),
+        "by_boundary": by_boundary.iter().map(|(k, m)| (k.to_string(), rates(m))).collect::<serde_json::Map<_, _>>(),
+        "slowest": timed.iter().take(10).map(|(d, id, p)| serde_json::json!({"run_id": id, "path": p, "duration_ms": d})).collect::<Vec<_>>(),
         "problem_runs": failed_runs,
     })
+}
+
+fn ratio(a: u64, b: u64) -> serde_json::Value {
+    if b == 0 {
+        serde_json::Value::Null
+    } else {
+        serde_json::json!(a as f64 / b as f64)
+    }
 }

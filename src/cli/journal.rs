@@ -219,6 +219,56 @@ fn emit(output: &Option<PathBuf>, text: &str) -> Result<(), CliError> {
     }
 }
 
+/// Write every readable run's HTML page into `<output>.runs/` and return their addresses
+/// relative to `output`'s folder.
+fn write_run_pages(
+    output: &std::path::Path,
+    all: &[(PathBuf, Result<crate::audit::AuditReport, String>)],
+) -> Result<Vec<Option<String>>, CliError> {
+    let name = output
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "fleet.html".into());
+    let dir_name = format!("{name}.runs");
+    let dir = output.with_file_name(&dir_name);
+    std::fs::create_dir_all(&dir).map_err(|e| {
+        CliError::new(
+            exit::CONFIGURATION,
+            format!("cannot create {}: {e}", dir.display()),
+            None,
+        )
+    })?;
+    let mut links = Vec::with_capacity(all.len());
+    for (i, (_, r)) in all.iter().enumerate() {
+        let Ok(r) = r else {
+            links.push(None);
+            continue;
+        };
+        let id: String = r.run["run_id"]
+            .as_str()
+            .unwrap_or("run")
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let file = format!("{i:05}-{id}.html");
+        std::fs::write(dir.join(&file), crate::audit::html::render(r)).map_err(|e| {
+            CliError::new(
+                exit::CONFIGURATION,
+                format!("cannot write {}: {e}", dir.join(&file).display()),
+                None,
+            )
+        })?;
+        links.push(Some(format!("{dir_name}/{file}")));
+    }
+    Ok(links)
+}
+
 fn audit(
     path: PathBuf,
     format: AuditFormat,
@@ -270,10 +320,12 @@ fn audit(
             s
         }
         AuditFormat::Html => {
-            let mut h = String::from("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>pvisor fleet audit</title></head><body><h1>Fleet audit</h1><pre id=\"summary\">");
-            h.push_str(&serde_json::to_string_pretty(&summary).unwrap_or_default().replace('<', "&lt;"));
-            h.push_str("</pre></body></html>\n");
-            h
+            // Each run's own page beside the fleet page (`<output>.runs/`), linked from it.
+            let links: Vec<Option<String>> = match &output {
+                Some(o) => write_run_pages(o, &all)?,
+                None => vec![None; all.len()],
+            };
+            audit::html::fleet::render(&path.display().to_string(), &summary, &all, &links)
         }
     };
     emit(&output, &text)?;

@@ -288,6 +288,7 @@ pub fn outcome(r: &Value) -> Value {
         "prefix_model_turns": r["prefix_model_turns"], "continued_steps": r["continued_steps"],
         "failure": r["failure"],
         "first_request_ends_at_boundary": r["metadata"]["bridge"]["first_request_ends_at_boundary"],
+        "observations": r["metadata"]["observations"],
     })
 }
 
