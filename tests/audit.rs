@@ -143,11 +143,38 @@ fn a_folder_of_runs_gets_a_fleet_summary() {
     let rate = s["observation_equality_rate"].as_f64().unwrap();
     assert!((rate - 8.0 / 9.0).abs() < 1e-9, "{rate}");
     assert!(s["duration_ms"]["p50"].is_u64());
+    assert_eq!(s["by_agent"]["fake"]["runs"], 4);
+    assert_eq!(s["by_boundary"]["3"]["observations_compared"], 4);
+    assert_eq!(s["by_boundary"]["3"]["observation_equality_rate"], 0.75);
+    assert!(s["slowest"].as_array().unwrap().len() >= 3);
     let (_, text) = audit(&[], &env.root.join("state"));
     assert!(
         text.contains("fleet audit") && text.contains("4 runs"),
         "{text}"
     );
+    // the HTML fleet page links each run's own page, written beside it
+    let page = env.root.join("fleet.html");
+    let st = bin()
+        .args(["journal", "audit", "--format", "html", "-o"])
+        .arg(&page)
+        .arg(env.root.join("state"))
+        .status()
+        .unwrap();
+    assert_eq!(st.code(), Some(0));
+    let h = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        h.contains("id=\"rates-by_agent\"")
+            && h.contains("id=\"rates-by_boundary\"")
+            && h.contains("75.0%"),
+        "{h}"
+    );
+    let link = regex::Regex::new(r#"href="(fleet\.html\.runs/[^"]+)""#).unwrap();
+    let links: Vec<String> = link.captures_iter(&h).map(|c| c[1].to_string()).collect();
+    assert_eq!(links.len(), 4, "one page per readable run: {h}");
+    for l in links {
+        let run = std::fs::read_to_string(env.root.join(&l)).unwrap();
+        assert!(run.contains("id=\"transcript\""), "{l}");
+    }
 }
 
 #[test]
@@ -331,5 +358,60 @@ fn screenshot(report: &std::path::Path, name: &str) {
         out.status.success() && dir.join(name).is_file(),
         "chromium took no screenshot: {}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn journal_diff_finds_where_two_runs_part() {
+    let env = Env::new(TRAJ);
+    for id in ["a", "b"] {
+        let mut f = env.fields(3);
+        f.run_id = Some(id.into());
+        assert_eq!(env.run(f).exit_code, 0);
+    }
+    let diff = |x: &str, y: &str, fmt: &str| {
+        let out = bin()
+            .args(["journal", "diff", "--format", fmt])
+            .arg(env.root.join("state").join(x))
+            .arg(env.root.join("state").join(y))
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (code, text) = diff("a", "b", "text");
+    assert_eq!(code, 0, "two runs of the same replay are the same: {text}");
+    assert!(
+        text.contains("observations: 4 of 4 equal")
+            && text.contains("verdict: the runs are the same"),
+        "{text}"
+    );
+    // the same session with batch 2 writing another text: its call and the read after it part
+    std::fs::write(
+        env.root.join("t2.jsonl"),
+        TRAJ.replace(r#""text":"two""#, r#""text":"three""#),
+    )
+    .unwrap();
+    let mut f = env.fields(3);
+    f.run_id = Some("c".into());
+    f.trajectory = Some(env.root.join("t2.jsonl"));
+    assert_eq!(env.run(f).exit_code, 0);
+    let (code, json) = diff("a", "c", "json");
+    assert_eq!(code, 67, "{json}");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["schema_version"], "pvisor.journal-diff/v1");
+    assert_eq!(v["same_source"], false);
+    assert_eq!(v["first_tool_call"]["at"], "batch 2 call 0");
+    assert_eq!(v["first_observation"]["at"], "batch 3 call 0");
+    let d = v["first_observation"]["diff"].as_str().unwrap();
+    assert!(d.contains("-two") && d.contains("+three"), "{d}");
+    assert_eq!(v["observations_equal"], 3);
+    let (code, html) = diff("a", "c", "html");
+    assert_eq!(code, 67);
+    assert!(
+        html.starts_with("<!doctype html>")
+            && html.contains("first differ at <b>batch 3 call 0</b>")
     );
 }

@@ -26,9 +26,50 @@ struct Ran {
     stderr: String,
 }
 
+/// The first error message (with its hint) seen for each exit code, for the snapshot.
+static MESSAGES: std::sync::Mutex<std::collections::BTreeMap<i32, String>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+/// The `error:`/`hint:` lines of stderr with what varies between runs replaced: temporary
+/// paths, digests, process ids, times.
+fn normalized(stderr: &str) -> String {
+    let rules = [
+        (r"/tmp/[^\s:'`,)]+", "[TMP]"),
+        (r"(blake3|sha256):[0-9a-f]{8,}", "$1:[HEX]"),
+        (r"\b[0-9a-f]{32,}\b", "[HEX]"),
+        (r"pid \d+", "pid [PID]"),
+        (r"\d+(\.\d+)? ?(ms|s)\b", "[TIME]"),
+    ];
+    let mut lines: Vec<String> = stderr
+        .lines()
+        .filter(|l| l.starts_with("error:") || l.starts_with("hint:"))
+        .map(String::from)
+        .collect();
+    for (re, to) in rules {
+        let re = regex::Regex::new(re).unwrap();
+        for l in &mut lines {
+            *l = re.replace_all(l, to).into_owned();
+        }
+    }
+    lines.join("\n")
+}
+
+fn remember(code: i32, stderr: &str) {
+    if code != 0 {
+        let m = normalized(stderr);
+        if !m.is_empty() {
+            MESSAGES.lock().unwrap().entry(code).or_insert(m);
+        }
+    }
+}
+
 fn run(args: &[&str]) -> Ran {
     let out = Command::new(PVISOR).args(args).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    remember(
+        out.status.code().unwrap_or(-1),
+        &String::from_utf8_lossy(&out.stderr),
+    );
     Ran {
         code: out.status.code().unwrap_or(-1),
         result: serde_json::from_str(stdout.lines().last().unwrap_or("null"))
@@ -62,6 +103,7 @@ fn replay_ns(case: &ns::Case, id: &str, trajectory: &Path, after: &str, extra: &
     .collect();
     args.extend(extra.iter().map(|s| s.to_string()));
     let (code, result, stderr) = case.pvisor(&args, |_| {});
+    remember(code, &stderr);
     Ran {
         code,
         result,
@@ -76,6 +118,7 @@ fn resume_ns(case: &ns::Case, id: &str) -> Ran {
         case.state(id).display().to_string(),
     ];
     let (code, result, stderr) = case.pvisor(&args, |_| {});
+    remember(code, &stderr);
     Ran {
         code,
         result,
@@ -395,6 +438,32 @@ fn every_documented_exit_code_is_produced() {
     assert_eq!(r.code, exit::AUDIT_FAILED);
     seen.insert(r.code);
 
+    // 67: `journal diff` of two different runs (0 for a run and itself).
+    let a = vectors.join("complete.pvj").display().to_string();
+    let b = vectors.join("complete-1.4.pvj").display().to_string();
+    assert_eq!(run(&["journal", "diff", &a, &a]).code, exit::OK);
+    let r = run(&["journal", "diff", &a, &b]);
+    assert_eq!(r.code, exit::RUNS_DIFFER);
+    seen.insert(r.code);
+
     let all: BTreeSet<i32> = exit::ALL.iter().copied().collect();
     assert_eq!(seen, all, "codes not produced: {:?}", all.difference(&seen));
+
+    // Every failing code has been seen with its message and one-line hint (but 66 and 67,
+    // whose report is the output, and 60, a torn tail `journal verify` reports on stdout).
+    let messages = MESSAGES.lock().unwrap().clone();
+    for code in exit::ALL.iter().filter(|c| ![0, 60, 66, 67].contains(*c)) {
+        let m = messages
+            .get(code)
+            .unwrap_or_else(|| panic!("no message for exit {code}"));
+        assert!(
+            m.contains("error: ") && m.contains("\nhint: "),
+            "exit {code}: {m}"
+        );
+    }
+    let text: String = messages
+        .iter()
+        .map(|(c, m)| format!("== exit {c} ==\n{m}\n"))
+        .collect();
+    insta::assert_snapshot!("exit_code_messages", text);
 }

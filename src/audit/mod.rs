@@ -3,6 +3,7 @@
 //! network. A directory of many runs is audited in parallel with a fleet summary.
 
 pub mod check;
+pub mod compare;
 pub mod fleet;
 pub mod html;
 pub mod text;

@@ -47,6 +47,22 @@ pub enum JournalCmd {
         #[arg(long, default_value_t = 2)]
         jobs: usize,
     },
+    /// Compare two runs of the same session (two models from one boundary, a run before and
+    /// after an edit): where their observations, model requests and live actions first
+    /// diverge, and how their outcomes differ. Exit 0 when they are the same, 67 when they
+    /// differ.
+    Diff {
+        /// The first run's state directory or journal.
+        a: PathBuf,
+        /// The second run's state directory or journal.
+        b: PathBuf,
+        /// text (default), json (schema pvisor.journal-diff/v1) or html (self-contained file).
+        #[arg(long, value_enum, default_value_t = AuditFormat::Text)]
+        format: AuditFormat,
+        /// Write the report to this file instead of stdout.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
     /// Test support: a miniature engine that appends a legal run, printing `ack SEQ` after
     /// each durable append (used by the kill-loop tests).
     #[command(hide = true)]
@@ -76,7 +92,34 @@ pub fn run(cmd: JournalCmd) -> Result<i32, CliError> {
             output,
             jobs,
         } => audit(path, format, output, jobs),
+        JournalCmd::Diff {
+            a,
+            b,
+            format,
+            output,
+        } => diff(a, b, format, output),
     }
+}
+
+fn diff(
+    a: PathBuf,
+    b: PathBuf,
+    format: AuditFormat,
+    output: Option<PathBuf>,
+) -> Result<i32, CliError> {
+    use crate::audit::compare;
+    let d = compare::diff_runs(&a, &b)?;
+    let text = match format {
+        AuditFormat::Text => compare::text(&d),
+        AuditFormat::Json => serde_json::to_string_pretty(&d).unwrap_or_default() + "\n",
+        AuditFormat::Html => compare::html(&d),
+    };
+    emit(&output, &text)?;
+    Ok(if d.same() {
+        exit::OK
+    } else {
+        exit::RUNS_DIFFER
+    })
 }
 
 fn verify(path: PathBuf, json: bool) -> Result<i32, CliError> {

@@ -29,6 +29,9 @@ pub const JOURNAL_ILLEGAL_ORDER: i32 = 65;
 /// `journal audit`: at least one check failed.
 pub const AUDIT_FAILED: i32 = 66;
 
+/// `journal diff`: the two runs differ.
+pub const RUNS_DIFFER: i32 = 67;
+
 /// The exit code of a replay failure category (a journal error's exact code depends on
 /// what is wrong with the journal: [`crate::engine::RunError::exit_code`]).
 pub fn for_category(category: FailureCategory) -> i32 {
@@ -66,4 +69,5 @@ pub const ALL: &[i32] = &[
     JOURNAL_LOCKED,
     JOURNAL_ILLEGAL_ORDER,
     AUDIT_FAILED,
+    RUNS_DIFFER,
 ];

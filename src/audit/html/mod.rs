@@ -13,8 +13,8 @@ mod page;
 mod transcript;
 
 use detail::Detail;
-pub use page::esc;
 use page::{block, chip, short};
+pub use page::{document, esc};
 
 use super::check::AuditReport;
 
