@@ -173,6 +173,21 @@ pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalErro
     let derived = serde_json::to_value(fold::derive(&state)).unwrap_or_default();
     let result_file = check_result(&state, out_dir.as_deref(), &derived, &mut findings);
     let ok = !findings.iter().any(|f| f.severity == "error");
+    // Nothing could be read: no other check had anything to look at.
+    let unread = |v: String| {
+        if events.is_empty() && integrity == "failed" {
+            "not_checked".to_string()
+        } else {
+            v
+        }
+    };
+    let (order, budget, privacy, bridge, blob_status) = (
+        unread(order),
+        unread(budget),
+        unread(privacy),
+        unread(bridge),
+        unread(blob_status),
+    );
     let duration_ms = match (state.first_at_ms, state.last_at_ms) {
         (Some(a), Some(b)) => Some(b.saturating_sub(a)),
         _ => None,

@@ -9,6 +9,10 @@ use journal_format::event::FailureCategory;
 pub enum RunError {
     #[error("{0}")]
     Configuration(String),
+    /// An input the user gave is wrong (found by the checks made before anything runs),
+    /// with the one thing to do about it.
+    #[error("{message}")]
+    Input { message: String, hint: String },
     #[error("{0}")]
     Trajectory(#[from] TrajectoryError),
     /// The trajectory is not this agent's, but it parses as `agent`'s session.
@@ -53,7 +57,7 @@ impl RunError {
     pub fn category(&self) -> FailureCategory {
         use FailureCategory as C;
         match self {
-            RunError::Configuration(_) => C::ConfigurationError,
+            RunError::Configuration(_) | RunError::Input { .. } => C::ConfigurationError,
             RunError::Trajectory(_) | RunError::TrajectoryOfAnotherAgent { .. } => {
                 C::TrajectoryError
             }
@@ -104,9 +108,12 @@ impl RunError {
             RunError::Journal(J::TooNew { .. } | J::NotWritable { .. }) => "use the pvisor version that wrote this journal, or a newer one".into(),
             RunError::Journal(J::NotFound { .. }) => "pass the journal file (journal.pvj) or the run's state directory".into(),
             RunError::JournalOrder(_) => "the journal's events are intact but out of order for the phase machine: `pvisor journal verify` names the sequence number; keep the file and start a new run".into(),
+            RunError::Input { hint, .. } => hint.clone(),
             RunError::TrajectoryOfAnotherAgent { agent, .. } => {
                 format!("the trajectory looks like another agent's: pass --agent {agent}")
             }
+            RunError::Trajectory(t) if t.field == "after_step" => "choose --after-step from 0 to the last complete batch the message names".into(),
+            RunError::Trajectory(t) if t.line == 0 && t.message.contains("cannot read") => "check the --trajectory path: it must name the agent's native session file (or its session folder)".into(),
             e => crate::outcome::hint(e.category()).into(),
         }
     }

@@ -62,6 +62,19 @@ fn early(e: &RunError, req: Option<&ReplayRequest>) -> Outcome {
 /// Run to the end (or the first failure) and materialize the outputs, with the adapters of
 /// `registry` (the CLI passes every supported agent; tests pass fakes).
 pub fn run(start: Start, registry: &Registry) -> Outcome {
+    // A fresh run's inputs are checked before its directories exist: a run refused here
+    // leaves nothing behind.
+    let mut checked = None;
+    if let Start::Fresh(req) = &start {
+        let agent = match registry.get(&req.agent) {
+            Ok(a) => a,
+            Err(e) => return early(&RunError::UnsupportedAgent(e.to_string()), None),
+        };
+        match preflight::check(req, &fold::ReplayState::default(), agent) {
+            Ok(p) => checked = Some(p),
+            Err(e) => return early(&e, None),
+        }
+    }
     let (req, journal, events) = match open(start) {
         Ok(x) => x,
         Err(f) => {
@@ -101,7 +114,8 @@ pub fn run(start: Start, registry: &Registry) -> Outcome {
     let agent = match registry.get(&req.agent) {
         Ok(a) => *a,
         Err(e) => {
-            // journal the failure so the run's directory says why
+            // (a resumed run's journal names an agent this build lacks) journal the failure
+            // so the run's directory says why
             let mut rec = Recorder::new(journal, state, BlobStore::new(&req.state_dir));
             let err = RunError::UnsupportedAgent(e.to_string());
             if rec.state.phase == fold::Phase::Empty {
@@ -112,9 +126,12 @@ pub fn run(start: Start, registry: &Registry) -> Outcome {
     };
     let adapter = (agent.make)();
     // Options the run will need are checked before anything is journaled or run.
-    let probe = match preflight::check(&req, &state, &agent) {
-        Ok(p) => p,
-        Err(e) => return early(&e, Some(&req)),
+    let probe = match checked {
+        Some(p) => p,
+        None => match preflight::check(&req, &state, &agent) {
+            Ok(p) => p,
+            Err(e) => return early(&e, Some(&req)),
+        },
     };
     let mut rec = Recorder::new(journal, state, BlobStore::new(&req.state_dir));
     // Processes an earlier attempt of this run left (the rest of a group whose leader died
@@ -440,7 +457,49 @@ fn finish_failed(
         o.hint = hint;
         return o;
     }
-    conclude(rec, adapter, req, hint)
+    let rejected = rejected_before_running(rec, &e);
+    let mut o = conclude(rec, adapter, req, hint);
+    if rejected {
+        remove_run_dirs(req);
+        o.result.state_dir = None;
+        o.result.output_dir = None;
+        o.result.artifacts.clear();
+    }
+    o
+}
+
+/// A fresh run refused by the validation of its inputs (an unreadable or malformed
+/// trajectory, a boundary out of range, an agent or version it cannot use) before anything
+/// ran: its only attempt, nothing started. Such a run leaves no directory behind; the
+/// result on stdout and the exit code say why.
+fn rejected_before_running(rec: &Recorder, e: &RunError) -> bool {
+    use journal_format::event::FailureCategory as C;
+    matches!(
+        e.category(),
+        C::ConfigurationError | C::TrajectoryError | C::UnsupportedAgent | C::UnsupportedVersion
+    ) && rec.state.resumes == 0
+        && rec.state.calls.is_empty()
+        && rec.state.batch_digests.is_empty()
+        && rec.state.sessions.is_empty()
+        && rec.state.continuations.is_empty()
+}
+
+/// Remove a rejected run's state directory and what it wrote in its output directory (the
+/// output directory itself when nothing else is in it).
+fn remove_run_dirs(req: &ReplayRequest) {
+    use crate::fold::result::files;
+    let _ = std::fs::remove_dir_all(&req.state_dir);
+    for f in [
+        files::RESULT,
+        files::PLAN,
+        files::JOURNAL_EXPORT,
+        files::OBSERVATIONS,
+        files::NEXT_ACTION,
+    ] {
+        let _ = std::fs::remove_file(req.output_dir.join(f));
+    }
+    let _ = std::fs::remove_dir(req.output_dir.join("native"));
+    let _ = std::fs::remove_dir(&req.output_dir);
 }
 
 fn conclude(

@@ -29,6 +29,9 @@ pub fn check(
     state: &ReplayState,
     agent: &AgentEntry,
 ) -> Result<Option<AgentProbe>, RunError> {
+    if state.phase == crate::fold::Phase::Empty {
+        trajectory(req)?;
+    }
     capabilities(req, agent)?;
     if req.mode != Mode::Continue || state.phase.is_terminal() {
         return Ok(None);
@@ -36,6 +39,17 @@ pub fn check(
     boundary_prompt(req, state)?;
     model_upstream(req)?;
     probe(req, agent).map(Some)
+}
+
+/// The trajectory must exist (its content is checked by the parse, which names the line).
+fn trajectory(req: &ReplayRequest) -> Result<(), RunError> {
+    match std::fs::metadata(&req.trajectory) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(RunError::Input {
+            message: format!("cannot read the trajectory {}: {e}", req.trajectory.display()),
+            hint: "check the --trajectory path: it must name the agent's native session file (or its session folder)".into(),
+        }),
+    }
 }
 
 /// The run may only ask the adapter for what its registry entry says it can do.
@@ -62,7 +76,15 @@ fn capabilities(req: &ReplayRequest, agent: &AgentEntry) -> Result<(), RunError>
 /// The agent executable of the request: `--agent-entrypoint`, else the pinned version
 /// installed by `pvisor agents install`, else the agent's command on PATH.
 pub fn agent_executable(req: &ReplayRequest, agent: &AgentEntry) -> Result<PathBuf, RunError> {
-    crate::install::resolve(req.agent_entrypoint.as_deref(), agent).map_err(RunError::Configuration)
+    crate::install::resolve(req.agent_entrypoint.as_deref(), agent).map_err(|message| {
+        RunError::Input {
+            message,
+            hint: format!(
+                "install the pinned CLI with `pvisor agents install {}`, or pass --agent-entrypoint PATH",
+                agent.name
+            ),
+        }
+    })
 }
 
 /// The version `entry` reports, checked against the registry entry.
@@ -164,15 +186,17 @@ fn boundary_prompt(req: &ReplayRequest, state: &ReplayState) -> Result<(), RunEr
 /// upstream URL.
 fn model_upstream(req: &ReplayRequest) -> Result<(), RunError> {
     if let Some(script) = &req.model.script {
-        crate::scripted::Script::from_path(script).map_err(|e| {
-            RunError::Configuration(format!("--model-script {}: {e}", script.display()))
+        crate::scripted::Script::from_path(script).map_err(|e| RunError::Input {
+            message: format!("--model-script {}: {e}", script.display()),
+            hint: "the script format is in docs/model-script.md".into(),
         })?;
         return Ok(());
     }
     if req.model.base_url.as_deref().is_none_or(str::is_empty) {
-        return Err(RunError::Configuration(
-            "continuing needs a model: pass --model-script FILE (the built-in scripted model) or --model-base-url URL; --replay-only stops before any model request".into(),
-        ));
+        return Err(RunError::Input {
+            message: "continuing needs a model upstream".into(),
+            hint: "pass --model-base-url URL (with --model-protocol and --model-api-key-env), or --model-script FILE for the built-in scripted model, or use --replay-only".into(),
+        });
     }
     Ok(())
 }

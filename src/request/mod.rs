@@ -303,9 +303,8 @@ impl ReplayRequest {
         let out_root = abs(&f
             .output_dir
             .unwrap_or_else(|| PathBuf::from(".pvisor/output")));
-        if mode == Mode::Continue && f.model_script.is_none() && f.model_base_url.is_none() {
-            return Err(rerr("continuing needs a model upstream", Some("pass --model-base-url URL (with --model-protocol and --model-api-key-env), or --model-script FILE for the built-in scripted model, or use --replay-only")));
-        }
+        // A continuation without any model upstream is refused by the engine's checks made
+        // before anything runs, after the trajectory's (the order a user fixes them in).
         if f.model_script.is_some() && f.model_base_url.is_some() {
             return Err(rerr(
                 "--model-script and --model-base-url exclude each other",
@@ -513,10 +512,6 @@ mod tests {
         let mut f = base();
         f.after_step = Some(0);
         assert!(ReplayRequest::from_fields(f).is_err());
-        let mut f = base();
-        f.replay_only = None;
-        let e = ReplayRequest::from_fields(f).unwrap_err();
-        assert!(e.message.contains("model upstream"));
     }
 
     #[test]
