@@ -39,4 +39,6 @@ echo >&2
 echo "[example] exit code $code; outputs in $OUT/output/$RUN_ID" >&2
 echo "[example] offline audit of the run:" >&2
 "$PVISOR" journal audit "$OUT/state/$RUN_ID" >&2 || true
+"$PVISOR" journal audit --format html -o "$OUT/audit-$RUN_ID.html" "$OUT/state/$RUN_ID" >/dev/null 2>&1 || true
+echo "[example] the same audit as a page: file://$OUT/audit-$RUN_ID.html" >&2
 exit $code

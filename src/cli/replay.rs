@@ -19,9 +19,10 @@ use crate::request::{self, ReplayRequest, RequestFields};
   # build the native prefix only (no tool runs, no agent needed)
   pvisor replay --agent claude-code --trajectory session.jsonl --after-step 3 --prepare-only
 
-  # replay, then let the real agent continue against the built-in scripted model
+  # replay, then let the real agent continue against the built-in scripted model (the
+  # pinned CLI `pvisor agents install claude-code` installed, or --agent-entrypoint PATH)
   pvisor replay --agent claude-code --trajectory session.jsonl --after-step 3 \\
-      --max-steps 8 --model-script turns.json --agent-entrypoint .cache/agents/claude-code@2.1.332/node_modules/.bin/claude
+      --max-steps 8 --model-script turns.json
 
   # the same request from a file, and resuming an interrupted run
   pvisor replay --config replay.toml
@@ -30,7 +31,7 @@ use crate::request::{self, ReplayRequest, RequestFields};
 The result is one JSON line on stdout (schema sandbox-playback.result/v3), also written to
 <output-dir>/<run-id>/result.json. Exit codes: docs/cli.md.")]
 pub struct ReplayArgs {
-    /// Agent whose trajectory is replayed (claude-code, codex, opencode, pi, mini-swe-agent, openhands).
+    /// Agent whose trajectory is replayed (claude-code, codex, opencode, pi-agent, mini-swe-agent, openhands).
     #[arg(long)]
     pub agent: Option<String>,
     /// The agent's native trajectory (session) file.
