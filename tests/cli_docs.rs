@@ -53,7 +53,10 @@ fn every_replay_flag_is_documented() {
         .map(|l| format!("--{l}"))
         .filter(|f| !doc.contains(&format!("`{f}")) && !doc.contains(&format!(", `{f}")))
         .collect();
-    assert!(missing.is_empty(), "replay flags not in docs/cli.md: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "replay flags not in docs/cli.md: {missing:?}"
+    );
 }
 
 #[test]

@@ -377,3 +377,30 @@ fn the_audit_page_of_a_continued_and_of_a_refused_run_shows_what_happened() {
         "{findings}"
     );
 }
+
+#[test]
+fn progress_goes_to_stderr_as_json_lines_or_not_at_all() {
+    let c = case("five-step");
+    c.reset();
+    let (code, r, err) = c.replay("progress", 3, &["--replay-only", "--progress-json"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(r["phase"], "replayed", "stdout is the result alone");
+    let lines: Vec<Value> = err
+        .lines()
+        .filter(|l| l.starts_with("{\"progress\""))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(lines.len() >= 6, "{err}");
+    let last = &lines[lines.len() - 1]["progress"];
+    assert_eq!(last["batches_done"], 3);
+    assert_eq!(last["calls_done"], last["calls_total"]);
+    assert!(lines.windows(2).all(|w| w[0] != w[1]), "no repeated line");
+    // --quiet (and a stderr that is not a terminal) shows none
+    c.reset();
+    let (code, _, err) = c.replay("quiet", 3, &["--replay-only", "--quiet"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        !err.contains("progress") && !err.contains("[pvisor] "),
+        "{err}"
+    );
+}

@@ -122,6 +122,13 @@ pub struct ReplayArgs {
     /// The manifest task (0-based) [default: $SLURM_ARRAY_TASK_ID, else $JOB_COMPLETION_INDEX].
     #[arg(long, requires = "manifest")]
     pub index: Option<usize>,
+    /// Show no progress on stderr (progress is shown only when stderr is a terminal).
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Progress as JSON Lines on stderr (`{"progress": {phase, batches_done, batches_total,
+    /// calls_done, calls_total, live_steps, live_budget}}`), for machines.
+    #[arg(long = "progress-json", alias = "json", conflicts_with = "quiet")]
+    pub progress_json: bool,
 }
 
 impl ReplayArgs {
@@ -208,6 +215,14 @@ fn manifest_start(args: &ReplayArgs, path: &std::path::Path) -> Result<Start, Cl
 }
 
 pub fn run(args: ReplayArgs) -> Result<i32, CliError> {
+    use crate::engine::progress;
+    progress::set_mode(if args.quiet {
+        progress::Mode::Quiet
+    } else if args.progress_json {
+        progress::Mode::Json
+    } else {
+        progress::Mode::Auto
+    });
     let start = if let Some(m) = args.manifest.clone() {
         manifest_start(&args, &m)?
     } else if let Some(path) = args.resume_journal.clone() {

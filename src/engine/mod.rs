@@ -170,23 +170,11 @@ pub fn run(start: Start, registry: &Registry) -> Outcome {
             return finish_failed(&mut rec, Some(adapter.as_ref()), &req, e);
         }
     }
-    let mut progress = progress::Progress::new();
-    match drive(
-        &mut rec,
-        adapter.as_ref(),
-        &agent,
-        &req,
-        &mut progress,
-        probe,
-    ) {
-        Ok(()) => {
-            progress.clear();
-            conclude(&mut rec, Some(adapter.as_ref()), &req, None)
-        }
-        Err(e) => {
-            progress.clear();
-            finish_failed(&mut rec, Some(adapter.as_ref()), &req, e)
-        }
+    let done = drive(&mut rec, adapter.as_ref(), &agent, &req, probe);
+    progress::finish();
+    match done {
+        Ok(()) => conclude(&mut rec, Some(adapter.as_ref()), &req, None),
+        Err(e) => finish_failed(&mut rec, Some(adapter.as_ref()), &req, e),
     }
 }
 
@@ -276,7 +264,6 @@ fn drive(
     adapter: &dyn Adapter,
     agent: &AgentEntry,
     req: &ReplayRequest,
-    progress: &mut progress::Progress,
     probe: Option<continue_step::AgentProbe>,
 ) -> Result<(), RunError> {
     let mut plan: Option<Plan> = None;
@@ -286,7 +273,6 @@ fn drive(
     let mut checkpoints = checkpoints::Checkpoints::new(req, rec);
     loop {
         let step = decide(&rec.state);
-        progress.show(&rec.state, step);
         if matches!(step, Step::Done) {
             return Ok(());
         }

@@ -67,6 +67,7 @@ impl Recorder {
             );
             std::process::abort();
         }
+        super::progress::update(&self.state);
         Ok(stored)
     }
 
