@@ -404,3 +404,75 @@ fn progress_goes_to_stderr_as_json_lines_or_not_at_all() {
         "{err}"
     );
 }
+
+/// `--isolate-network`: the whole run — the real agent and the tools it runs — in a network
+/// namespace of its own with only loopback, where the bridge and the scripted model still
+/// answer on 127.0.0.1.
+#[test]
+fn an_isolated_network_has_only_loopback_and_the_continuation_still_works() {
+    let c = case("five-step");
+    c.reset();
+    let mut script: Value =
+        serde_json::from_slice(&std::fs::read(c.rec.join("script.json")).unwrap()).unwrap();
+    let turns = script["turns"].as_array_mut().unwrap();
+    turns.truncate(2);
+    turns.push(serde_json::json!({"text": "Checking the network.", "tool_calls": [{"name": "Bash",
+        "input": {"command": "readlink /proc/self/ns/net; cat /proc/net/dev", "description": "Show the network"}}]}));
+    turns.push(serde_json::json!({"text": "Done."}));
+    let path = c.root.path().join("net-script.json");
+    std::fs::write(&path, script.to_string()).unwrap();
+    let (code, r, err) = c.replay(
+        "net",
+        2,
+        &[
+            "--max-steps",
+            "5",
+            "--isolate-network",
+            "--agent-entrypoint",
+            &c.entry(),
+            "--model-script",
+            &path.display().to_string(),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(r["agent_status"], "completed", "{r}");
+    let session =
+        std::fs::read_to_string(c.root.path().join("out/net/native/continued-session.jsonl"))
+            .unwrap();
+    let result = session
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| v["toolUseResult"]["stdout"].as_str().map(String::from))
+        .find(|s| s.contains("net:["))
+        .unwrap_or_else(|| panic!("the probe ran: {session}"));
+    let ours = std::fs::read_link("/proc/self/ns/net").unwrap();
+    assert!(
+        !result.contains(&ours.display().to_string()),
+        "another network namespace: {result}"
+    );
+    let interfaces: Vec<&str> = result
+        .lines()
+        .filter_map(|l| l.split_once(':').map(|(name, _)| name.trim()))
+        .filter(|n| !n.starts_with("net") && !n.contains('|'))
+        .collect();
+    assert_eq!(interfaces, ["lo"], "{result}");
+    // a remote upstream cannot be reached from there: refused before anything runs
+    c.reset();
+    let (code, _, err) = c.replay(
+        "net-remote",
+        2,
+        &[
+            "--isolate-network",
+            "--model-base-url",
+            "http://127.0.0.1:9",
+            "--agent-entrypoint",
+            &c.entry(),
+        ],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--isolate-network") && err.contains("hint: use --model-script"),
+        "{err}"
+    );
+    assert!(!c.root.path().join("state/net-remote").exists());
+}

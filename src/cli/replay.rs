@@ -115,6 +115,11 @@ pub struct ReplayArgs {
     /// host has at the workspace path].
     #[arg(long)]
     pub workspace_seed: Option<PathBuf>,
+    /// With --isolate (implies it): the run in a network namespace of its own with only a
+    /// loopback interface: tools and the agent reach nothing outside it. The model must then
+    /// be --model-script (served inside), or the run --replay-only.
+    #[arg(long)]
+    pub isolate_network: bool,
     /// Run task --index of a fleet manifest (pvisor.fleet/v1; docs/fleet.md): a finished run
     /// prints its result and runs nothing, an interrupted one resumes, a new one starts.
     #[arg(long, conflicts_with_all = ["agent", "trajectory", "after_step", "config", "request", "resume_journal", "run_id"])]
@@ -160,6 +165,7 @@ impl ReplayArgs {
             accept_at_least_once: t(self.accept_at_least_once),
             isolate: t(self.isolate),
             workspace_seed: self.workspace_seed.clone(),
+            isolate_network: t(self.isolate_network),
         }
     }
 }

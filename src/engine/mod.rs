@@ -96,9 +96,13 @@ pub fn run(start: Start, registry: &Registry) -> Outcome {
         ];
         keep.extend(req.agent_entrypoint.as_deref());
         keep.extend(req.model.script.as_deref());
-        if let Err(e) =
-            crate::workspace::isolate::enter(&req.workspace, seed, &req.state_dir, &keep)
-        {
+        if let Err(e) = crate::workspace::isolate::enter(
+            &req.workspace,
+            seed,
+            &req.state_dir,
+            &keep,
+            req.isolate_network,
+        ) {
             return early(&RunError::Workspace(e.to_string()), Some(&req));
         }
     }

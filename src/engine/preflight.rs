@@ -192,6 +192,12 @@ fn model_upstream(req: &ReplayRequest) -> Result<(), RunError> {
         })?;
         return Ok(());
     }
+    if req.isolate_network && req.model.base_url.is_some() {
+        return Err(RunError::Input {
+            message: "--isolate-network leaves the run only its own loopback: the model upstream at --model-base-url cannot be reached from it".into(),
+            hint: "use --model-script (the scripted model is served inside the run), or --replay-only, or drop --isolate-network".into(),
+        });
+    }
     if req.model.base_url.as_deref().is_none_or(str::is_empty) {
         return Err(RunError::Input {
             message: "continuing needs a model upstream".into(),

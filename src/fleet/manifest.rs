@@ -140,7 +140,13 @@ impl Manifest {
             ),
             hint: Some("the index is 0-based (the Slurm array is 0-N−1)".into()),
         })?;
-        ReplayRequest::from_fields(f.clone().or(self.defaults.clone())).map_err(|e| ManifestError {
+        let mut fields = f.clone().or(self.defaults.clone());
+        // A fleet's replays of one session share its original path: each is isolated unless
+        // the manifest says otherwise, where this machine can isolate.
+        if fields.isolate.is_none() {
+            fields.isolate = Some(crate::workspace::isolate::available());
+        }
+        ReplayRequest::from_fields(fields).map_err(|e| ManifestError {
             path: self.path.clone(),
             line: *n,
             message: e.message,

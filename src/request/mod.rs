@@ -53,6 +53,10 @@ pub struct RequestFields {
     /// host has at the workspace path].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace_seed: Option<PathBuf>,
+    /// With `isolate` (implies it): a network namespace of the run's own, with only its
+    /// loopback interface.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolate_network: Option<bool>,
 }
 
 impl RequestFields {
@@ -84,7 +88,8 @@ impl RequestFields {
             accept_at_least_once,
             no_checkpoints,
             isolate,
-            workspace_seed
+            workspace_seed,
+            isolate_network
         )
     }
     pub fn is_empty(&self) -> bool {
@@ -210,6 +215,8 @@ pub struct ReplayRequest {
     pub isolate: bool,
     /// Where that copy starts from (`--workspace-seed`; default: the workspace path).
     pub workspace_seed: Option<PathBuf>,
+    /// The run's own network namespace with only loopback (`--isolate-network`).
+    pub isolate_network: bool,
 }
 
 fn abs(p: &Path) -> PathBuf {
@@ -343,7 +350,10 @@ impl ReplayRequest {
             },
             accept_at_least_once: f.accept_at_least_once.unwrap_or(false),
             no_checkpoints: f.no_checkpoints.unwrap_or(false),
-            isolate: f.isolate.unwrap_or(false) || f.workspace_seed.is_some(),
+            isolate: f.isolate.unwrap_or(false)
+                || f.workspace_seed.is_some()
+                || f.isolate_network == Some(true),
+            isolate_network: f.isolate_network.unwrap_or(false),
             workspace_seed: f.workspace_seed.map(|p| abs(&p)),
         })
     }
@@ -410,6 +420,9 @@ impl ReplayRequest {
         if let Some(seed) = &self.workspace_seed {
             v["workspace_seed"] = seed.display().to_string().into();
         }
+        if self.isolate_network {
+            v["isolate_network"] = true.into();
+        }
         v.to_string()
     }
 
@@ -465,6 +478,7 @@ impl ReplayRequest {
             no_checkpoints: b("no_checkpoints"),
             isolate: b("isolate"),
             workspace_seed: p("workspace_seed"),
+            isolate_network: b("isolate_network"),
         })
     }
 }

@@ -19,6 +19,8 @@ use std::path::{Path, PathBuf};
 pub enum IsolateError {
     #[error("cannot create a private mount namespace ({0}); run as root, or allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1)")]
     Namespace(std::io::Error),
+    #[error("cannot create a network namespace with only loopback ({0}); run as root, or allow unprivileged user namespaces")]
+    Network(std::io::Error),
     #[error("cannot bind {from} at {to}: {source}")]
     Bind {
         from: PathBuf,
@@ -49,6 +51,7 @@ pub fn enter(
     seed: &Path,
     state_dir: &Path,
     keep: &[&Path],
+    network: bool,
 ) -> Result<PathBuf, IsolateError> {
     let copy = copy_dir(state_dir);
     if !copy.is_dir() {
@@ -65,6 +68,9 @@ pub fn enter(
         let _ = std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o1777));
     }
     unshare_mounts()?;
+    if network {
+        unshare_network()?;
+    }
     // The host's /tmp entries the run needs, as detached copies of their mounts taken before
     // /tmp is covered, attached again inside the private /tmp.
     let mut held: Vec<(PathBuf, bool, std::os::fd::OwnedFd)> = Vec::new();
@@ -97,6 +103,54 @@ pub fn enter(
     })?;
     bind(&copy, workspace)?;
     Ok(copy)
+}
+
+/// A network namespace of the run's own whose only interface, loopback, is up: 127.0.0.1
+/// works (the bridge, the scripted model), nothing else is reachable.
+fn unshare_network() -> Result<(), IsolateError> {
+    // SAFETY: unshare of this thread's network namespace, then two ioctls on a socket this
+    // function owns and closes, with an `ifreq` it initialises.
+    unsafe {
+        if libc::unshare(libc::CLONE_NEWNET) != 0 {
+            return Err(IsolateError::Network(std::io::Error::last_os_error()));
+        }
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(IsolateError::Network(std::io::Error::last_os_error()));
+        }
+        let mut req: libc::ifreq = std::mem::zeroed();
+        for (i, b) in b"lo".iter().enumerate() {
+            req.ifr_name[i] = *b as libc::c_char;
+        }
+        let mut rc = libc::ioctl(fd, libc::SIOCGIFFLAGS, &mut req);
+        if rc == 0 {
+            req.ifr_ifru.ifru_flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+            rc = libc::ioctl(fd, libc::SIOCSIFFLAGS, &req);
+        }
+        let err = std::io::Error::last_os_error();
+        libc::close(fd);
+        if rc != 0 {
+            return Err(IsolateError::Network(err));
+        }
+    }
+    Ok(())
+}
+
+/// Whether this process can isolate runs: root, or unprivileged user namespaces allowed.
+pub fn available() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .ok()
+            .map(|s| s.trim().to_string())
+    };
+    let max = read("/proc/sys/user/max_user_namespaces")
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or(0);
+    max > 0 && read("/proc/sys/kernel/unprivileged_userns_clone").is_none_or(|v| v == "1")
 }
 
 /// `/tmp/<entry>` when `p` lies under `/tmp` (the entry of the host's `/tmp` holding it).
