@@ -208,6 +208,11 @@ mod tests {
         assert_eq!(a.agent, "codex");
         assert_eq!(a.trajectory, d.path().join("s.jsonl"));
         assert_eq!(a.state_dir, d.path().join("state/a"));
+        assert_eq!(
+            a.isolate,
+            crate::workspace::isolate::available(),
+            "a fleet task is isolated by default where the machine can isolate"
+        );
         let b = m.request(1).unwrap();
         assert_eq!(b.agent, "claude-code");
         assert_eq!(b.after_step, 2);
