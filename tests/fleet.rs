@@ -234,6 +234,16 @@ fn a_manifest_task_is_idempotent_by_run_id() {
     );
     let (_, status, _) = run(&["fleet", "status", &m, "--json"], &[]);
     assert_eq!(status["counts"]["done"], 2, "{status}");
+    // --watch follows until every task ended (here at once), then prints the counts
+    let out = Command::new(PVISOR)
+        .args(["fleet", "status", &m, "--watch", "--interval", "0.1"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("2/2 ended (2 done)"),
+        "{text}"
+    );
     // Errors name the manifest line and field.
     std::fs::write(
         d.path().join("bad.jsonl"),

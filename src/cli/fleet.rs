@@ -40,7 +40,52 @@ pub enum FleetCmd {
         /// One JSON object (schema pvisor.fleet-status/v1) with every task.
         #[arg(long)]
         json: bool,
+        /// Follow the fleet until every task has ended, with a progress bar on stderr
+        /// (re-folded every --interval seconds), then print the counts.
+        #[arg(long)]
+        watch: bool,
+        #[arg(long, default_value_t = 2.0)]
+        interval: f64,
     },
+}
+
+/// Tasks that ended (done or failed) out of all.
+fn ended(counts: &std::collections::BTreeMap<String, usize>) -> usize {
+    counts.get("done").copied().unwrap_or(0)
+        + counts
+            .iter()
+            .filter(|(k, _)| k.starts_with("failed:"))
+            .map(|(_, v)| v)
+            .sum::<usize>()
+}
+
+/// Re-fold the fleet until every task ended, showing a bar on stderr.
+fn watch(m: &Manifest, interval: f64) {
+    let total = m.lines.len() as u64;
+    let bar = indicatif::ProgressBar::with_draw_target(
+        Some(total),
+        indicatif::ProgressDrawTarget::stderr(),
+    );
+    if let Ok(st) = indicatif::ProgressStyle::with_template(
+        "[fleet] {bar:30} {pos}/{len} ended {msg} ({elapsed})",
+    ) {
+        bar.set_style(st);
+    }
+    loop {
+        let counts = status::counts(&status::tasks(m));
+        let n = ended(&counts) as u64;
+        bar.set_position(n);
+        bar.set_message(format!(
+            "· {} done · {} running",
+            counts.get("done").copied().unwrap_or(0),
+            counts.get("running").copied().unwrap_or(0)
+        ));
+        if n >= total {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_secs_f64(interval.max(0.1)));
+    }
+    bar.finish_and_clear();
 }
 
 fn load(path: &std::path::Path) -> Result<Manifest, CliError> {
@@ -107,8 +152,16 @@ pub fn run(cmd: FleetCmd) -> Result<i32, CliError> {
             println!("{id}");
             Ok(exit::OK)
         }
-        FleetCmd::Status { manifest, json } => {
+        FleetCmd::Status {
+            manifest,
+            json,
+            watch: follow,
+            interval,
+        } => {
             let m = load(&manifest)?;
+            if follow {
+                watch(&m, interval);
+            }
             let tasks = status::tasks(&m);
             let counts = status::counts(&tasks);
             if json {
@@ -122,12 +175,7 @@ pub fn run(cmd: FleetCmd) -> Result<i32, CliError> {
                 println!("{v}");
             } else {
                 let done = counts.get("done").copied().unwrap_or(0);
-                let ended = done
-                    + counts
-                        .iter()
-                        .filter(|(k, _)| k.starts_with("failed:"))
-                        .map(|(_, v)| v)
-                        .sum::<usize>();
+                let ended = ended(&counts);
                 let width = 30;
                 let filled = (ended * width).checked_div(tasks.len()).unwrap_or(0);
                 println!(
