@@ -199,10 +199,10 @@ fn checks(r: &AuditReport) -> String {
             "the result file equals the result folded from the journal",
         ),
     ] {
-        let cls = if v == "ok" || v == "matches_fold" || v == "not_applicable" || v == "absent" {
-            "ok"
-        } else {
-            "bad"
+        let cls = match v.as_str() {
+            "ok" | "matches_fold" | "not_applicable" | "absent" => "ok",
+            "not_checked" => "mut",
+            _ => "bad",
         };
         h.push_str(&format!(
             "<tr><th>{k}</th><td class=\"{cls}\">{}</td><td class=\"mut\">{what}</td></tr>",
