@@ -141,7 +141,7 @@ pub fn summarize(all: &[(PathBuf, Result<AuditReport, String>)]) -> serde_json::
         }
     }
     durations.sort();
-    timed.sort_by(|a, b| b.0.cmp(&a.0));
+    timed.sort_by_key(|t| std::cmp::Reverse(t.0));
     let rates = |m: &[u64; 5]| {
         serde_json::json!({
             "runs": m[0],
