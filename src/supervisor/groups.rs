@@ -245,9 +245,15 @@ mod tests {
             leader_leaving(cmd, |_| {}).1
         };
         let (job, foreign) = (spawn(&dir), spawn(&other));
-        // field 6 of proc(5): the session
-        let sid: i32 = stat_fields(job).unwrap()[3].parse().unwrap();
-        assert_eq!(sid, job, "the job leads its own session");
+        // field 6 of proc(5): the session (`setsid` may not have run yet when `$!` is read)
+        let sid = || -> i32 { stat_fields(job).unwrap()[3].parse().unwrap() };
+        for _ in 0..100 {
+            if sid() == job {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(sid(), job, "the job leads its own session");
         assert_eq!(end_left_over(&dir), vec![job as u32]);
         assert!(ends(job), "the detached job of the run still runs");
         assert!(!ends(foreign), "another run's process was ended");
