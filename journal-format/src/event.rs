@@ -568,6 +568,30 @@ pub struct WorkspaceRestored {
     pub removed: u64,
 }
 
+/// (1.5) A tool call made by the code of a call rather than by the model (the `tools.*`
+/// calls of a Codex code-mode `exec` cell), written when it finished, before the enclosing
+/// call's `tool_call_finished`. Several may be journaled for one call; they belong to the
+/// attempt of that call started last.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InnerCallFinished {
+    /// The enclosing call.
+    pub batch: u64,
+    pub call: u64,
+    /// 1-based number of the inner call within the replay process.
+    pub seq: u64,
+    pub tool: String,
+    /// `blake3:<hex>` of the inner call's input (JSON).
+    pub input_digest: String,
+    /// Blob holding `{"input", "result"}` (JSON): what the code passed and what it received.
+    pub blob: String,
+    /// False when the code received a rejection (an error text) instead of a result.
+    pub ok: bool,
+    pub duration_ms: u64,
+    /// Workspace-relative paths it wrote, when known.
+    #[serde(default)]
+    pub touched: Vec<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Resumed {
     /// The sequence number of the last event before this resumption.
@@ -657,6 +681,7 @@ const fn kind_name(kind: u16) -> &'static str {
         19 => "run_failed",
         20 => "workspace_checkpointed",
         21 => "workspace_restored",
+        22 => "inner_call_finished",
         _ => "unknown",
     }
 }
@@ -683,4 +708,5 @@ events! {
     19 => RunFailed(RunFailed),
     20 => WorkspaceCheckpointed(WorkspaceCheckpointed),
     21 => WorkspaceRestored(WorkspaceRestored),
+    22 => InnerCallFinished(InnerCallFinished),
 }

@@ -35,10 +35,13 @@ pub use record::{ChainHash, RecordFrame};
 ///   (absent when empty, so 1.0 events encode as before).
 /// - 1.2: event kinds 20 `workspace_checkpointed` and 21 `workspace_restored`; the in-doubt
 ///   decision `rerun_restored`.
+/// - 1.3: optional `agent_exited.stopped_by`; 1.4: optional
+///   `continuation_started.from_boundary`.
+/// - 1.5: event kind 22 `inner_call_finished` (a tool call made by a call's own code).
 pub const FORMAT_MAJOR: u16 = 1;
 /// Current format minor version. Writers refuse to append to a file whose minor is greater
 /// (an older writer would drop data a newer one relies on).
-pub const FORMAT_MINOR: u16 = 4;
+pub const FORMAT_MINOR: u16 = 5;
 
 /// Hard cap on a record payload. Checked before any allocation.
 pub const MAX_PAYLOAD: u32 = 16 * 1024 * 1024;

@@ -451,6 +451,34 @@ pub fn v1_4_events() -> Vec<Event> {
     evs
 }
 
+/// Format 1.5: the first call is a code-mode cell that made two inner tool calls (one
+/// rejected), journaled before the cell's own `tool_call_finished`.
+pub fn v1_5_events() -> Vec<Event> {
+    let mut evs = complete_events();
+    let at = evs
+        .iter()
+        .position(|e| matches!(e, Event::ToolCallFinished(_)))
+        .expect("a finished call");
+    let inner = |seq: u64, tool: &str, ok: bool, touched: Vec<String>| {
+        Event::InnerCallFinished(InnerCallFinished {
+            batch: 1,
+            call: 0,
+            seq,
+            tool: tool.into(),
+            input_digest: d(&format!("input {seq}")),
+            blob: blake3::hash(format!("inner {seq}").as_bytes())
+                .to_hex()
+                .to_string(),
+            ok,
+            duration_ms: 3 * seq,
+            touched,
+        })
+    };
+    evs.insert(at, inner(2, "apply_patch", false, vec![]));
+    evs.insert(at, inner(1, "exec_command", true, vec!["a.txt".into()]));
+    evs
+}
+
 fn vectors() -> Vec<(&'static str, Vec<u8>)> {
     let complete = encode(&header(), &complete_events());
     let offs = offsets(&complete);
@@ -489,6 +517,9 @@ fn vectors() -> Vec<(&'static str, Vec<u8>)> {
     let mut h14 = header();
     h14.minor = 4;
     let v14 = encode(&h14, &v1_4_events());
+    let mut h15 = header();
+    h15.minor = 5;
+    let v15 = encode(&h15, &v1_5_events());
     vec![
         ("complete", complete),
         ("torn-tail", torn),
@@ -499,6 +530,7 @@ fn vectors() -> Vec<(&'static str, Vec<u8>)> {
         ("complete-1.2", v12),
         ("complete-1.3", v13),
         ("complete-1.4", v14),
+        ("complete-1.5", v15),
     ]
 }
 
@@ -632,4 +664,28 @@ fn the_1_4_vector_decodes_back_and_older_events_encode_as_before() {
         .find(|e| matches!(e, Event::ContinuationStarted(_)))
         .unwrap();
     assert!(!String::from_utf8_lossy(&old.encode_payload()).contains("from_boundary"));
+}
+
+#[test]
+fn the_1_5_vector_decodes_back_and_older_events_encode_as_before() {
+    let bytes = std::fs::read(dir().join("complete-1.5.pvj")).unwrap();
+    let mut rr = RecordReader::open(&bytes[..]).unwrap();
+    assert_eq!(rr.header().minor, 5);
+    let mut got = vec![];
+    while let Some(r) = rr.next_record().unwrap() {
+        got.push(Event::decode(r.kind, r.payload()).unwrap());
+    }
+    assert_eq!(got, v1_5_events());
+    let inner: Vec<_> = got.iter().filter(|e| e.kind() == 22).collect();
+    assert_eq!(inner.len(), 2);
+    assert_eq!(inner[0].name(), "inner_call_finished");
+    // The 1.4 events are a subset: none of them changed its encoding.
+    let old = std::fs::read(dir().join("complete.pvj")).unwrap();
+    let mut rr = RecordReader::open(&old[..]).unwrap();
+    let mut n = 0;
+    while let Some(r) = rr.next_record().unwrap() {
+        assert_ne!(r.kind, 22);
+        n += 1;
+    }
+    assert_eq!(n + 2, got.len());
 }

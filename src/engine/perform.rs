@@ -437,7 +437,16 @@ pub fn run_call(
         })?;
         (o, None, 0, vec![], true)
     } else {
-        let out = tools.execute(call).map_err(|e| RunError::Executor {
+        let mut journal_err = None;
+        let out = tools.execute_observed(call, &mut |inner| {
+            if journal_err.is_none() {
+                journal_err = record_inner(rec, k, i, inner).err();
+            }
+        });
+        if let Some(e) = journal_err {
+            return Err(e);
+        }
+        let out = out.map_err(|e| RunError::Executor {
             batch: k,
             call: i,
             tool: call.tool.clone(),
@@ -468,6 +477,34 @@ pub fn run_call(
         observation_len: obs.text.len() as u64,
         stale,
         touched,
+    }))?;
+    Ok(())
+}
+
+/// Journal one inner call of call `i` of batch `k` (its input and result in a blob).
+fn record_inner(
+    rec: &mut Recorder,
+    k: u64,
+    i: u64,
+    inner: crate::kit::InnerCall,
+) -> Result<(), RunError> {
+    let body = serde_json::json!({"input": inner.input, "result": inner.result});
+    let bytes = serde_json::to_vec(&body).map_err(|e| RunError::Internal(e.to_string()))?;
+    let blob = rec.blob(&bytes)?;
+    rec.record(Event::InnerCallFinished(InnerCallFinished {
+        batch: k,
+        call: i,
+        seq: inner.seq,
+        tool: inner.tool,
+        input_digest: digest::json_digest(&inner.input),
+        blob,
+        ok: inner.ok,
+        duration_ms: inner.duration_ms,
+        touched: inner
+            .touched
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect(),
     }))?;
     Ok(())
 }

@@ -176,7 +176,25 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
             entry.class = c.class;
             entry.args_digest = c.args_digest.clone();
             entry.starts += 1;
+            // Inner calls of an earlier attempt are superseded by this one's.
+            entry.inner.clear();
             s.blocked = None;
+        }
+        (Phase::Replaying(k), Event::InnerCallFinished(f)) => {
+            match s.calls.get_mut(&call_key(k, f.call)) {
+                Some(e) if e.starts > 0 && e.finished.is_none() && f.batch == k => {
+                    e.inner.push(f.clone())
+                }
+                _ => {
+                    return Err(err(
+                        s,
+                        format!(
+                            "an inner call of call {} of batch {} outside that call's run",
+                            f.call, f.batch
+                        ),
+                    ))
+                }
+            }
         }
         (Phase::Replaying(k), Event::WorkspaceCheckpointed(c)) if c.batch == k => {
             s.checkpoints
@@ -461,6 +479,7 @@ impl Default for CallState {
             args_digest: String::new(),
             starts: 0,
             finished: None,
+            inner: Vec::new(),
             compared: None,
             in_doubt_decisions: Vec::new(),
         }

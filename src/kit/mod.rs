@@ -231,6 +231,24 @@ pub enum AdapterError {
     Continuation(String),
 }
 
+/// A tool call made by the code of a call, not by the model (the `tools.*` calls of a Codex
+/// code-mode cell): journaled as its own event inside the call's batch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InnerCall {
+    /// 1-based, in the order the calls finished within the replay process.
+    pub seq: u64,
+    pub tool: String,
+    pub input: serde_json::Value,
+    /// Whether the call resolved (`false`: the cell's promise was rejected with `result`).
+    pub ok: bool,
+    /// What the cell received: the result's JSON text, or the rejection text.
+    pub result: String,
+    pub duration_ms: u64,
+    /// Workspace-relative paths it wrote.
+    #[serde(default)]
+    pub touched: Vec<PathBuf>,
+}
+
 /// Re-executes the calls of one replay process with an agent's semantics and output format,
 /// keeping the state its tools share across calls (files read, shell cwd, running shells).
 pub trait ToolRunner: Send {
@@ -238,6 +256,14 @@ pub trait ToolRunner: Send {
     fn before_batch(&mut self, _batch: &Batch) {}
     /// Re-execute one call in the sandbox.
     fn execute(&mut self, call: &ToolCall) -> Result<ToolOutcome, crate::error::ExecError>;
+    /// [`execute`](Self::execute), reporting each [`InnerCall`] the call makes as it ends.
+    fn execute_observed(
+        &mut self,
+        call: &ToolCall,
+        _on_inner: &mut dyn FnMut(InnerCall),
+    ) -> Result<ToolOutcome, crate::error::ExecError> {
+        self.execute(call)
+    }
 }
 
 /// One agent's replay semantics. Every agent adapter implements the same parts: parse,

@@ -49,6 +49,15 @@ pub fn summary(e: &Event) -> String {
             c.call_id,
             short(&c.args_digest)
         ),
+        Event::InnerCallFinished(f) => format!(
+            "batch {} call {} inner #{} {} {} {}ms",
+            f.batch,
+            f.call,
+            f.seq,
+            f.tool,
+            if f.ok { "ok" } else { "rejected" },
+            f.duration_ms
+        ),
         Event::ToolCallFinished(f) => format!(
             "batch {} call {} exit={} error={} {}ms obs {} ({} bytes){}",
             f.batch,

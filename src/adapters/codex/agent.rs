@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::{parse, rebuild, tools};
+use super::{code_mode, parse, rebuild, tools};
 use crate::compare::next_action::Action;
 use crate::error::{ExecError, TrajectoryError};
 use crate::kit::*;
@@ -13,16 +13,20 @@ use serde_json::Value;
 #[derive(Default)]
 pub struct Codex;
 
-/// Codex's tools for one replay process (unified exec sessions live between calls).
+/// Codex's tools for one replay process (unified exec sessions and code-mode cells live
+/// between calls).
 pub struct CodexTools {
-    sessions: tools::Sessions,
+    sessions: std::sync::Arc<tools::Sessions>,
+    cells: code_mode::Cells,
     ctx: ExecContext,
 }
 
 impl CodexTools {
     pub fn new(ctx: &ExecContext) -> Self {
+        let sessions = std::sync::Arc::new(tools::Sessions::default());
         CodexTools {
-            sessions: tools::Sessions::default(),
+            cells: code_mode::Cells::new(sessions.clone(), ctx),
+            sessions,
             ctx: ctx.clone(),
         }
     }
@@ -30,7 +34,25 @@ impl CodexTools {
 
 impl ToolRunner for CodexTools {
     fn execute(&mut self, call: &ToolCall) -> Result<ToolOutcome, ExecError> {
-        self.sessions.execute(call, &self.ctx)
+        self.execute_observed(call, &mut |_| {})
+    }
+
+    fn execute_observed(
+        &mut self,
+        call: &ToolCall,
+        on_inner: &mut dyn FnMut(InnerCall),
+    ) -> Result<ToolOutcome, ExecError> {
+        if let Some(r) = tools::refusal(call) {
+            return Err(ExecError::Unsupported {
+                tool: call.tool.clone(),
+                reason: r,
+            });
+        }
+        match call.tool.as_str() {
+            "exec" => self.cells.exec(call, on_inner),
+            "wait" => self.cells.wait(call, on_inner),
+            _ => self.sessions.execute(call, &self.ctx),
+        }
     }
 }
 
@@ -120,8 +142,9 @@ impl Adapter for Codex {
         ctx: &ExecContext,
         completed: &[(ToolCall, Observation)],
     ) -> Result<Box<dyn ToolRunner>, AdapterError> {
-        // A unified exec session still running at a crash cannot be re-attached: refuse
-        // resumption when a completed call left one open that a later call uses.
+        // A unified exec session or a code-mode cell still running at a crash cannot be
+        // re-attached: refuse resumption when a completed call left one open.
+        let mut running = std::collections::BTreeMap::new();
         for (call, obs) in completed {
             if call.tool == "exec_command"
                 && obs
@@ -134,6 +157,27 @@ impl Adapter for Codex {
                     call.call_id
                 )));
             }
+            if matches!(call.tool.as_str(), "exec" | "wait") {
+                let named = call.input.get("cell_id").map(|v| match v {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                });
+                match code_mode::cell::recorded_cell_id(&obs.text) {
+                    Some(id) => {
+                        running.insert(id, call.call_id.clone());
+                    }
+                    None => {
+                        if let Some(id) = named {
+                            running.remove(&id);
+                        }
+                    }
+                }
+            }
+        }
+        if let Some((_, call_id)) = running.iter().next() {
+            return Err(AdapterError::Unsupported(format!(
+                "call {call_id} left a code-mode cell running before the crash; it cannot be re-attached"
+            )));
         }
         Ok(Box::new(CodexTools::new(ctx)))
     }

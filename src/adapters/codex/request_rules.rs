@@ -26,6 +26,9 @@ pub use super::rebuild::PRIVATE_KEY as ROLLOUT_ONLY_KEY;
 pub struct CodexRequestRules {
     /// The resume prompt (a nonce).
     pub prompt: String,
+    /// The session's base instructions (`session_meta.base_instructions.text`): in code mode
+    /// Codex sends them as the developer message after its `additional_tools` item.
+    pub instructions: Option<String>,
 }
 
 /// Is `m` Codex's developer `<skills_instructions>` message?
@@ -49,6 +52,28 @@ fn is_environment_context(m: &Value) -> bool {
 }
 
 impl RequestRules for CodexRequestRules {
+    /// Code mode (responses-lite) sends its tools as leading `additional_tools` items and
+    /// then the base instructions as a developer message; Codex renders both for every
+    /// request from its own configuration (they are not in the rollout's items), like the
+    /// `tools` and `instructions` fields of a classic request.
+    fn generated_head(&self, msgs: &[Value]) -> usize {
+        let tools = msgs
+            .iter()
+            .take_while(|m| m.get("type").and_then(Value::as_str) == Some("additional_tools"))
+            .count();
+        if tools == 0 {
+            return 0;
+        }
+        let instructions = msgs.get(tools).is_some_and(|m| {
+            role(m) == Some("developer")
+                && m.get("id").is_none()
+                && m.pointer("/content/0/text").and_then(Value::as_str)
+                    == self.instructions.as_deref()
+                && m["content"].as_array().map(Vec::len) == Some(1)
+        });
+        tools + usize::from(instructions)
+    }
+
     fn remove_inserted(
         &self,
         msgs: &mut Vec<Value>,
@@ -108,6 +133,7 @@ mod tests {
     fn skills_item_only_before_the_prompt() {
         let r = CodexRequestRules {
             prompt: "NONCE".into(),
+            instructions: None,
         };
         let skills = json!({"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "<skills_instructions>\n…"}]});
         let prompt = json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "NONCE"}]});
@@ -126,5 +152,23 @@ mod tests {
         assert!(r.remove_inserted(&mut m, 1).unwrap().is_empty());
         let env = json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "<environment_context>…"}]});
         assert!(r.remove_inserted(&mut vec![json!({}), env], 1).is_err());
+    }
+
+    #[test]
+    fn the_code_mode_head_is_the_tools_then_the_base_instructions() {
+        let r = CodexRequestRules {
+            prompt: "NONCE".into(),
+            instructions: Some("You are Codex".into()),
+        };
+        let tools = json!({"type": "additional_tools", "role": "developer", "tools": []});
+        let base = json!({"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "You are Codex"}]});
+        let other = json!({"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "You are someone else"}]});
+        let user = json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]});
+        assert_eq!(
+            r.generated_head(&[tools.clone(), base.clone(), user.clone()]),
+            2
+        );
+        assert_eq!(r.generated_head(&[tools.clone(), other, user.clone()]), 1);
+        assert_eq!(r.generated_head(&[base, user]), 0);
     }
 }

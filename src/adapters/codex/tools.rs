@@ -7,7 +7,8 @@
 //! | `shell` (argv), `shell_command`, `local_shell_call` | function | freeform `Exit code: <n>\nWall time: <s.1> seconds\n[Total output lines: <n>\n]Output:\n<output>`, or the structured JSON string `{"output":…,"metadata":{"exit_code":…,"duration_seconds":…}}` when the original observation used it |
 //! | `apply_patch` (freeform or JSON `{input}`) | custom / function | success framed as `Exit code: 0\nWall time: <s.1> seconds\nOutput:\nSuccess. Updated the following files:\n…`; verification/parse failures as the bare error text |
 //! | `update_plan` | function | `Plan updated` |
-//! | `exec` (code mode, JavaScript calling tools) | custom | refused before anything runs |
+//! | `exec` (code mode: a JavaScript cell calling `tools.*`) | custom | run by [`super::code_mode`]: `Script completed\nWall time <s.1> seconds\nOutput:\n` then one item per `text()` |
+//! | `wait` (code mode: poll a yielded cell) | function | the same framing, with what the cell produced since |
 //!
 //! Dynamic fields (produced fresh, masked by [`mask_dynamic`]): the chunk id, every wall time,
 //! `duration_seconds`. Unified exec sessions that outlive their yield time are kept running
@@ -54,7 +55,7 @@ pub fn classify(call: &ToolCall) -> ToolClass {
     match call.tool.as_str() {
         "update_plan" => ToolClass::ReadOnly,
         "exec_command" | "write_stdin" | "shell" | "shell_command" | "local_shell"
-        | "apply_patch" => ToolClass::Mutating,
+        | "apply_patch" | "exec" | "wait" => ToolClass::Mutating,
         "view_image" | "web_search" | "request_user_input" | "spawn_agent" | "send_input"
         | "wait_agent" | "close_agent" => ToolClass::NonRegenerable,
         _ => ToolClass::Unknown,
@@ -64,10 +65,7 @@ pub fn classify(call: &ToolCall) -> ToolClass {
 /// Why a call cannot be re-executed, checked before any tool of the replay runs.
 pub fn refusal(call: &ToolCall) -> Option<String> {
     match call.tool.as_str() {
-        "exec" => Some(
-            "Codex code mode `exec` runs model-written JavaScript that calls Codex tools inside Codex's code-mode host; pvisor cannot run it faithfully, and never splices a made-up output"
-                .into(),
-        ),
+        "exec" => super::code_mode::refusal(&call.input),
         "exec_command" if call.input.get("tty").and_then(Value::as_bool) == Some(true) => {
             Some("exec_command with tty=true runs in a PTY (CRLF output, echo); it is not re-executed faithfully".into())
         }
@@ -159,12 +157,7 @@ pub fn format_unified(
     if output.len() > max_tokens.saturating_mul(4) {
         // Recorded (tests/fixtures/codex/recorded/commands, `max_output_tokens: 60`): a
         // warning and the line count precede the middle-truncated output.
-        s.push(format!(
-            "Warning: truncated output (original token count: {})\nTotal output lines: {}\n\n{}",
-            approx_tokens(output),
-            output.lines().count(),
-            truncate_middle(output, max_tokens)
-        ));
+        s.push(truncated_block(output, max_tokens));
     } else {
         s.push(output.to_string());
     }
@@ -291,8 +284,100 @@ fn clamp_yield(v: Option<u64>, default: u64) -> u64 {
     v.unwrap_or(default).clamp(MIN_YIELD_MS, MAX_YIELD_MS)
 }
 
+/// What a unified exec call (`exec_command`, `write_stdin`) produced, before Codex frames it:
+/// as text for a classic call ([`Unified::text`]), as a JSON object for a code-mode cell
+/// ([`Unified::code_mode_result`]).
+#[derive(Debug, Clone)]
+pub struct Unified {
+    pub wall: Duration,
+    pub exit: Option<i32>,
+    /// The session id the model sees while the process runs on.
+    pub session: Option<String>,
+    pub output: String,
+    /// `max_output_tokens` as given (`None`: Codex's default for text, untruncated in code mode).
+    pub max_tokens: Option<usize>,
+}
+
+impl Unified {
+    pub fn text(&self) -> String {
+        format_unified(
+            self.wall,
+            self.exit,
+            self.session.as_deref(),
+            &self.output,
+            self.max_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS),
+        )
+    }
+
+    /// Codex's `UnifiedExecCodeModeResult`: fixed key order, optional keys left out, the
+    /// raw output unless the call gave `max_output_tokens`.
+    pub fn code_mode_result(&self) -> Value {
+        let mut m = serde_json::Map::new();
+        m.insert("chunk_id".into(), Value::from(random_chunk_id()));
+        m.insert(
+            "wall_time_seconds".into(),
+            serde_json::Number::from_f64(self.wall.as_secs_f64())
+                .map(Value::Number)
+                .unwrap_or(Value::from(0)),
+        );
+        if let Some(c) = self.exit {
+            m.insert("exit_code".into(), Value::from(c));
+        }
+        if let Some(id) = &self.session {
+            m.insert(
+                "session_id".into(),
+                id.parse::<i64>()
+                    .map(Value::from)
+                    .unwrap_or_else(|_| Value::from(id.clone())),
+            );
+        }
+        m.insert(
+            "original_token_count".into(),
+            Value::from(approx_tokens(&self.output)),
+        );
+        let output = match self.max_tokens {
+            Some(max) if self.output.len() > max.saturating_mul(4) => {
+                truncated_block(&self.output, max)
+            }
+            _ => self.output.clone(),
+        };
+        m.insert("output".into(), Value::from(output));
+        Value::Object(m)
+    }
+}
+
+/// Codex's truncation notice followed by the middle-truncated output.
+fn truncated_block(output: &str, max_tokens: usize) -> String {
+    format!(
+        "Warning: truncated output (original token count: {})\nTotal output lines: {}\n\n{}",
+        approx_tokens(output),
+        output.lines().count(),
+        truncate_middle(output, max_tokens)
+    )
+}
+
+fn text_outcome(text: String, exit_code: Option<i32>, wall: Duration) -> ToolOutcome {
+    ToolOutcome {
+        observation: Observation {
+            text,
+            is_error: false,
+            native: None,
+        },
+        exit_code,
+        duration_ms: wall.as_millis() as u64,
+        touched: vec![],
+    }
+}
+
 impl Sessions {
-    fn exec_command(&self, call: &ToolCall, ctx: &ExecContext) -> Result<ToolOutcome, ExecError> {
+    /// Start a unified exec command; a session still running at its yield time is kept.
+    /// `session_id` names it when the recording did (`None`: a fresh id).
+    pub fn exec_command_unified(
+        &self,
+        call: &ToolCall,
+        ctx: &ExecContext,
+        session_id: Option<String>,
+    ) -> Result<Unified, ExecError> {
         let t = "exec_command";
         let a = &call.input;
         let cmd = a
@@ -313,8 +398,7 @@ impl Sessions {
         let max_tokens = a
             .get("max_output_tokens")
             .and_then(Value::as_u64)
-            .map(|v| v as usize)
-            .unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS);
+            .map(|v| v as usize);
         let argv = vec![
             shell,
             if login { "-lc" } else { "-c" }.to_string(),
@@ -328,29 +412,32 @@ impl Sessions {
         let sid = match exit {
             Some(_) => None,
             None => Some(
-                call.original
-                    .as_ref()
-                    .and_then(|o| session_id_in(&o.text))
-                    .unwrap_or_else(|| format!("{}", 1000 + rand::random::<u16>() as u32)),
+                session_id.unwrap_or_else(|| format!("{}", 1000 + rand::random::<u16>() as u32)),
             ),
         };
-        let text = format_unified(wall, exit, sid.as_deref(), &out, max_tokens);
         if let Some(id) = &sid {
             self.live.lock().unwrap().insert(id.clone(), s);
         }
-        Ok(ToolOutcome {
-            observation: Observation {
-                text,
-                is_error: false,
-                native: None,
-            },
-            exit_code: exit,
-            duration_ms: wall.as_millis() as u64,
-            touched: vec![],
+        Ok(Unified {
+            wall,
+            exit,
+            session: sid,
+            output: out,
+            max_tokens,
         })
     }
 
-    fn write_stdin(&self, call: &ToolCall) -> Result<ToolOutcome, ExecError> {
+    fn exec_command(&self, call: &ToolCall, ctx: &ExecContext) -> Result<ToolOutcome, ExecError> {
+        let recorded = call.original.as_ref().and_then(|o| session_id_in(&o.text));
+        let u = self.exec_command_unified(call, ctx, recorded)?;
+        Ok(text_outcome(u.text(), u.exit, u.wall))
+    }
+
+    /// Poll (or write to) a running unified exec session. `Err(text)`: Codex's failure text.
+    pub fn write_stdin_unified(
+        &self,
+        call: &ToolCall,
+    ) -> Result<Result<Unified, String>, ExecError> {
         let t = "write_stdin";
         let a = &call.input;
         let id = match a.get("session_id") {
@@ -366,63 +453,35 @@ impl Sessions {
         let max_tokens = a
             .get("max_output_tokens")
             .and_then(Value::as_u64)
-            .map(|v| v as usize)
-            .unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS);
+            .map(|v| v as usize);
         let mut live = self.live.lock().unwrap();
         let Some(s) = live.get_mut(&id) else {
-            let text = format!("write_stdin failed: Unknown process id {id}");
-            return Ok(ToolOutcome {
-                observation: Observation {
-                    text,
-                    is_error: false,
-                    native: None,
-                },
-                exit_code: None,
-                duration_ms: 0,
-                touched: vec![],
-            });
+            return Ok(Err(format!("write_stdin failed: Unknown process id {id}")));
         };
         if !chars.is_empty() {
-            let text = "write_stdin failed: stdin is closed for this session; rerun exec_command with tty=true to keep stdin open".to_string();
-            return Ok(ToolOutcome {
-                observation: Observation {
-                    text,
-                    is_error: false,
-                    native: None,
-                },
-                exit_code: None,
-                duration_ms: 0,
-                touched: vec![],
-            });
+            return Ok(Err("write_stdin failed: stdin is closed for this session; rerun exec_command with tty=true to keep stdin open".to_string()));
         }
         let start = Instant::now();
         let Poll {
             exit, output: out, ..
         } = s.wait(Duration::from_millis(yield_ms));
         let wall = start.elapsed();
-        let text = format_unified(
-            wall,
-            exit,
-            if exit.is_none() {
-                Some(id.as_str())
-            } else {
-                None
-            },
-            &out,
-            max_tokens,
-        );
         if exit.is_some() {
             live.remove(&id);
         }
-        Ok(ToolOutcome {
-            observation: Observation {
-                text,
-                is_error: false,
-                native: None,
-            },
-            exit_code: exit,
-            duration_ms: wall.as_millis() as u64,
-            touched: vec![],
+        Ok(Ok(Unified {
+            wall,
+            exit,
+            session: exit.is_none().then_some(id),
+            output: out,
+            max_tokens,
+        }))
+    }
+
+    fn write_stdin(&self, call: &ToolCall) -> Result<ToolOutcome, ExecError> {
+        Ok(match self.write_stdin_unified(call)? {
+            Ok(u) => text_outcome(u.text(), u.exit, u.wall),
+            Err(text) => text_outcome(text, None, Duration::ZERO),
         })
     }
 }
@@ -489,7 +548,12 @@ fn string_array(v: Option<&Value>, tool: &str) -> Result<Vec<String>, ExecError>
     }
 }
 
-fn apply_patch(call: &ToolCall, ctx: &ExecContext) -> Result<ToolOutcome, ExecError> {
+/// Apply the patch of an `apply_patch` call (freeform text, or JSON `{input}`): the outcome,
+/// its wall time and the workspace-relative paths it wrote.
+fn run_patch(
+    call: &ToolCall,
+    ctx: &ExecContext,
+) -> Result<(PatchOutcome, Duration, Vec<PathBuf>), ExecError> {
     let text = match &call.input {
         Value::String(s) => s.clone(),
         Value::Object(o) => o
@@ -517,32 +581,44 @@ fn apply_patch(call: &ToolCall, ctx: &ExecContext) -> Result<ToolOutcome, ExecEr
     let start = Instant::now();
     let outcome = patch::apply(&text, &cwd, &resolve);
     let wall = start.elapsed();
-    let (text, code, touched) = match outcome {
-        PatchOutcome::Applied { stdout, touched } => {
-            (format_freeform(0, wall, &stdout), Some(0), touched)
-        }
-        PatchOutcome::Failed { stderr, touched } => {
-            (format_freeform(1, wall, &stderr), Some(1), touched)
-        }
-        PatchOutcome::Rejected(t) => (t, None, vec![]),
+    let touched = match &outcome {
+        PatchOutcome::Applied { touched, .. } | PatchOutcome::Failed { touched, .. } => touched
+            .iter()
+            .filter_map(|p| p.strip_prefix(&ctx.workspace).ok().map(Path::to_path_buf))
+            .collect(),
+        PatchOutcome::Rejected(_) => vec![],
     };
-    let touched = touched
-        .into_iter()
-        .filter_map(|p| p.strip_prefix(&ctx.workspace).ok().map(Path::to_path_buf))
-        .collect();
+    Ok((outcome, wall, touched))
+}
+
+fn apply_patch(call: &ToolCall, ctx: &ExecContext) -> Result<ToolOutcome, ExecError> {
+    let (outcome, wall, touched) = run_patch(call, ctx)?;
+    let (text, code) = match outcome {
+        PatchOutcome::Applied { stdout, .. } => (format_freeform(0, wall, &stdout), Some(0)),
+        PatchOutcome::Failed { stderr, .. } => (format_freeform(1, wall, &stderr), Some(1)),
+        PatchOutcome::Rejected(t) => (t, None),
+    };
     Ok(ToolOutcome {
-        observation: Observation {
-            text,
-            is_error: false,
-            native: None,
-        },
-        exit_code: code,
-        duration_ms: wall.as_millis() as u64,
         touched,
+        ..text_outcome(text, code, wall)
     })
 }
 
-fn update_plan(call: &ToolCall) -> Result<ToolOutcome, ExecError> {
+/// `apply_patch` called from a code-mode cell: `Ok` (the cell sees `{}`) with the paths
+/// written, or the rejection text the cell's promise rejects with.
+pub fn apply_patch_in_cell(
+    call: &ToolCall,
+    ctx: &ExecContext,
+) -> Result<(Result<(), String>, Vec<PathBuf>), ExecError> {
+    let (outcome, _, touched) = run_patch(call, ctx)?;
+    Ok(match outcome {
+        PatchOutcome::Applied { .. } => (Ok(()), touched),
+        PatchOutcome::Failed { stderr, .. } => (Err(stderr), touched),
+        PatchOutcome::Rejected(t) => (Err(t), touched),
+    })
+}
+
+pub fn update_plan(call: &ToolCall) -> Result<ToolOutcome, ExecError> {
     let plan = call
         .input
         .get("plan")
