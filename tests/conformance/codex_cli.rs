@@ -1,4 +1,5 @@
-//! Codex fixtures of the conformance kit: the genuine 0.149.0 rollout and two recordings.
+//! Codex fixtures of the conformance kit: the genuine 0.149.0 rollouts (classic tools, and
+//! code mode) and every recording under `tests/fixtures/codex/recorded/` (one in code mode).
 
 use std::path::{Path, PathBuf};
 
@@ -33,6 +34,11 @@ fn numeric_arguments(text: &str) -> String {
     text.replacen(r#""arguments":""#, r#""arguments":7,"was":""#, 1)
 }
 
+/// The first custom tool call's `input` turned into a number (code-mode `exec` cells).
+fn numeric_input(text: &str) -> String {
+    text.replacen(r#""input":""#, r#""input":7,"was":""#, 1)
+}
+
 pub fn fixtures() -> Vec<Fixture> {
     let g = manifest().join("tests/fixtures/codex/genuine");
     let mut genuine = main_requests(&g.join("requests-run1.jsonl"));
@@ -57,6 +63,30 @@ pub fn fixtures() -> Vec<Fixture> {
         rewritten: crate::kit::rewrites_nothing,
         prompts: vec![],
     }];
+    // The genuine code-mode session (default model `gpt-5.6-sol`: `exec` cells only).
+    let cm = manifest().join("tests/fixtures/codex/codemode");
+    let mut cm_requests = main_requests(&cm.join("requests-run1.jsonl"));
+    cm_requests.extend(main_requests(&cm.join("requests-resume.jsonl")));
+    v.push(Fixture {
+        name: "codex/codemode-genuine".into(),
+        agent: "codex",
+        trajectory: cm.join("rollout-final.jsonl"),
+        original_cwd: PathBuf::from("/tmp/realagent-codex.a9ckkB/work"),
+        seed: std::sync::Arc::new(|_: &Path| {}),
+        script: cm.join("script.json"),
+        originals: cm_requests,
+        entrypoint: codex::codex_entrypoint,
+        mask: codex::masked,
+        host_fact_edits: vec![(
+            "zone Pacific/Kiritimati, date 2020-01-01",
+            edited_zone_and_date,
+        )],
+        goes_on: crate::kit::calls_tools,
+        field_damage: (numeric_input, "payload.input"),
+        unsigned: crate::kit::as_is,
+        rewritten: crate::kit::rewrites_nothing,
+        prompts: vec![],
+    });
     // Every recording under tests/fixtures/codex/recorded/ is a fixture.
     for name in codex::recorded_names() {
         let dir = codex::recorded_dir().join(&name);
@@ -77,7 +107,11 @@ pub fn fixtures() -> Vec<Fixture> {
             mask: codex::masked,
             host_fact_edits: vec![],
             goes_on: crate::kit::calls_tools,
-            field_damage: (numeric_arguments, "payload.arguments"),
+            field_damage: if name.starts_with("codemode") {
+                (numeric_input, "payload.input")
+            } else {
+                (numeric_arguments, "payload.arguments")
+            },
             unsigned: crate::kit::as_is,
             rewritten: crate::kit::rewrites_nothing,
             prompts: vec![],

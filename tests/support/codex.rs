@@ -114,11 +114,15 @@ pub async fn record(name: &str) {
     .unwrap();
     let codex_home = home.join(".codex");
     std::fs::create_dir_all(&codex_home).unwrap();
-    let config = "model = \"gpt-5.5\"\nmodel_provider = \"fake\"\n\n[model_providers.fake]\nname = \"Fake\"\n\
+    // `model` of task.json: `gpt-5.6-sol` records a code-mode session.
+    let model = task["model"].as_str().unwrap_or("gpt-5.5").to_string();
+    let config = "model = \"<MODEL>\"\nmodel_provider = \"fake\"\n\n[model_providers.fake]\nname = \"Fake\"\n\
                   base_url = \"<BASE_URL>/v1\"\nwire_api = \"responses\"\nenv_key = \"FAKE_API_KEY\"\n";
     std::fs::write(
         codex_home.join("config.toml"),
-        config.replace("<BASE_URL>", &server.base_url()),
+        config
+            .replace("<BASE_URL>", &server.base_url())
+            .replace("<MODEL>", &model),
     )
     .unwrap();
     let args = [
@@ -174,7 +178,7 @@ pub async fn record(name: &str) {
     let meta = json!({
         "agent": "codex",
         "version": "codex-cli 0.149.0",
-        "model": "gpt-5.5",
+        "model": model,
         "session_id": thread_id,
         "cwd": work,
         "codex_home": codex_home,
@@ -207,6 +211,14 @@ pub fn masked(body: &Value) -> Value {
         for it in items {
             if let Some(o) = it.get("output").and_then(Value::as_str) {
                 it["output"] = Value::String(pvisor::adapters::codex::tools::mask_dynamic(o));
+            }
+            // Code mode: the first item of an exec/wait output is its status and wall time.
+            if let Some(parts) = it.get_mut("output").and_then(Value::as_array_mut) {
+                for p in parts {
+                    if let Some(t) = p.get("text").and_then(Value::as_str) {
+                        p["text"] = Value::String(pvisor::adapters::codex::tools::mask_dynamic(t));
+                    }
+                }
             }
         }
     }

@@ -167,11 +167,19 @@ pub fn find_node(agent_entrypoint: Option<&Path>) -> Result<PathBuf, String> {
         return Ok(PathBuf::from(p));
     }
     if let Some(e) = agent_entrypoint {
-        // <prefix>/node_modules/.bin/codex -> <prefix>/bin/node
-        if let Some(prefix) = e.parent().and_then(Path::parent).and_then(Path::parent) {
-            let n = crate::install::helper_dir(prefix).join("node");
-            if n.is_file() {
-                return Ok(n);
+        // <prefix>/node_modules/.bin/codex -> <prefix>/bin/node (an installation's layout only)
+        let bin = e.parent();
+        let modules = bin.and_then(Path::parent);
+        if bin.and_then(Path::file_name).is_some_and(|n| n == ".bin")
+            && modules
+                .and_then(Path::file_name)
+                .is_some_and(|n| n == "node_modules")
+        {
+            if let Some(prefix) = modules.and_then(Path::parent) {
+                let n = crate::install::helper_dir(prefix).join("node");
+                if n.is_file() {
+                    return Ok(n);
+                }
             }
         }
     }
