@@ -563,24 +563,37 @@ fn edit_an_observation(f: &Fixture, plan: &pvisor::kit::Plan, n: usize) -> Strin
     let words = regex::Regex::new(r"[A-Za-z]{3,}").unwrap();
     for call in plan.batches[..n].iter().flat_map(|b| &b.calls) {
         let Some(o) = &call.original else { continue };
-        // The observation as a whole JSON string, quotes included: the records that hold
-        // it (and their mirrors), never a command that happens to contain its text.
-        let esc = serde_json::to_string(&o.text).unwrap();
-        if !text.contains(&esc) {
-            continue;
+        // The observation's text, or one text item of a structured observation (a code-mode
+        // cell's `text()` output), as a whole JSON string, quotes included: the records that
+        // hold it (and their mirrors), never a command that happens to contain its text.
+        let mut texts = vec![o.text.clone()];
+        if let Some(items) = o.native.as_ref().and_then(|v| v.as_array()) {
+            texts.extend(
+                items
+                    .iter()
+                    .filter_map(|i| i.get("text").and_then(|t| t.as_str()))
+                    .filter(|t| !t.starts_with("Script "))
+                    .map(str::to_string),
+            );
         }
-        let Some(w) = words.find_iter(&o.text).map(|m| m.as_str()).find(|w| {
-            !o.text.contains(&format!("\"{w}\"")) && !w.chars().all(|c| c.is_ascii_uppercase())
-        }) else {
-            continue;
-        };
-        let whole = regex::Regex::new(&format!(r"\b{w}\b")).unwrap();
-        let edited = whole.replace_all(&esc, w.to_ascii_uppercase().as_str());
-        eprintln!(
-            "{}: the recorded observation of {} edited: `{w}` upper-cased",
-            f.name, call.call_id
-        );
-        return text.replace(&esc, &edited);
+        for t in texts {
+            let esc = serde_json::to_string(&t).unwrap();
+            if !text.contains(&esc) {
+                continue;
+            }
+            let Some(w) = words.find_iter(&t).map(|m| m.as_str()).find(|w| {
+                !t.contains(&format!("\"{w}\"")) && !w.chars().all(|c| c.is_ascii_uppercase())
+            }) else {
+                continue;
+            };
+            let whole = regex::Regex::new(&format!(r"\b{w}\b")).unwrap();
+            let edited = whole.replace_all(&esc, w.to_ascii_uppercase().as_str());
+            eprintln!(
+                "{}: the recorded observation of {} edited: `{w}` upper-cased",
+                f.name, call.call_id
+            );
+            return text.replace(&esc, &edited);
+        }
     }
     panic!("{}: no recorded observation to edit", f.name)
 }

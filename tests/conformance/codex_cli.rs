@@ -68,7 +68,7 @@ pub fn fixtures() -> Vec<Fixture> {
     let mut cm_requests = main_requests(&cm.join("requests-run1.jsonl"));
     cm_requests.extend(main_requests(&cm.join("requests-resume.jsonl")));
     v.push(Fixture {
-        name: "codex/codemode-genuine".into(),
+        name: "codex/genuine-codemode".into(),
         agent: "codex",
         trajectory: cm.join("rollout-final.jsonl"),
         original_cwd: PathBuf::from("/tmp/realagent-codex.a9ckkB/work"),
