@@ -3,6 +3,9 @@
 //! originals except the declared dynamic fields), rebuild (prefix = the input items of the
 //! original request N+1), refusals, and mutated rollouts (trajectory error, never a panic).
 
+#[path = "support/codex.rs"]
+mod codex;
+
 use pvisor::adapters::codex::{
     agent::{Codex, CodexTools},
     parse, rebuild, tools,
@@ -59,24 +62,259 @@ fn parses_genuine_rollout() {
     assert_eq!(plan.batches[2].calls[1].locator.line, 26);
 }
 
+/// A tool runner whose code-mode cells run on the pinned Node (installed with Codex).
+fn cells_ctx(ws: &Path) -> ExecContext {
+    ExecContext {
+        agent_entrypoint: Some(codex::codex_entrypoint()),
+        ..ctx(ws)
+    }
+}
+
+fn exec_call(id: &str, src: &str) -> pvisor::kit::ToolCall {
+    pvisor::kit::ToolCall {
+        call_id: id.into(),
+        tool: "exec".into(),
+        input: Value::from(src),
+        original: None,
+        locator: Default::default(),
+    }
+}
+
+fn wait_call(id: &str, args: Value) -> pvisor::kit::ToolCall {
+    pvisor::kit::ToolCall {
+        tool: "wait".into(),
+        input: args,
+        ..exec_call(id, "")
+    }
+}
+
+/// The output value as the model sees it, wall times masked: a string, or the item texts.
+fn shown(o: &pvisor::kit::ToolOutcome) -> Value {
+    let mask = |t: &str| {
+        tools::mask_dynamic(t).replace("Wall time: <dynamic> seconds", "Wall time X seconds")
+    };
+    match &o.observation.native {
+        Some(Value::Array(items)) => Value::Array(
+            items
+                .iter()
+                .map(|i| Value::from(mask(i["text"].as_str().unwrap_or("<image>"))))
+                .collect(),
+        ),
+        _ => Value::from(mask(&o.observation.text)),
+    }
+}
+
 #[test]
-fn codemode_exec_is_refused_before_anything_runs() {
-    let a = Codex;
-    let path = fixture("codemode/rollout-run1.jsonl");
-    let plan = a.parse(&path, &std::fs::read(&path).unwrap()).unwrap();
-    assert_eq!(plan.batches.len(), 4);
-    let call = &plan.batches[0].calls[0];
-    assert_eq!(call.tool, "exec");
-    assert_eq!(a.classify(call), ToolClass::Unknown);
+fn code_mode_cells_run_with_codex_semantics_and_texts() {
     let ws = tempfile::tempdir().unwrap();
-    let e = CodexTools::new(&ctx(ws.path()))
-        .execute(call)
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("code mode"), "{e}");
+    let mut t = CodexTools::new(&cells_ctx(ws.path()));
+    let hdr = |s: &str| format!("Script {s}\nWall time X seconds\nOutput:\n");
+    let cases: Vec<(&str, Value)> = vec![
+        (
+            "text(\"a\"); text(1/3); text({a:1,b:\"x\"}); text(new Date(0)); text(()=>1); text(); text(10n); text(-0); text(\"\")",
+            serde_json::json!([hdr("completed"), "a", "0.3333333333333333", "{\"a\":1,\"b\":\"x\"}", "\"1970-01-01T00:00:00.000Z\"", "undefined", "undefined", "10", "0", ""]),
+        ),
+        ("const x = 1;", Value::from(hdr("completed"))),
+        (
+            "text(\"before\");\nthrow new Error(\"boom\")",
+            serde_json::json!([hdr("failed"), "before", "Script error:\nError: boom\n    at exec_main.mjs:2:7"]),
+        ),
+        ("const x = ;", serde_json::json!([hdr("failed"), "Script error:\nSyntaxError: Unexpected token ';'"])),
+        ("throw \"plain string\"", serde_json::json!([hdr("failed"), "Script error:\nplain string"])),
+        ("throw {a:1}", serde_json::json!([hdr("failed"), "Script error:\n[object Object]"])),
+        (
+            "console.log(\"x\")",
+            serde_json::json!([hdr("failed"), "Script error:\nReferenceError: console is not defined\n    at exec_main.mjs:1:1"]),
+        ),
+        (
+            "await tools.nope({})",
+            serde_json::json!([hdr("failed"), "Script error:\nTypeError: tools.nope is not a function\n    at exec_main.mjs:1:13"]),
+        ),
+        (
+            "const o = {}; o.self = o; text(o)",
+            serde_json::json!([hdr("failed"), "Script error:\nTypeError: Converting circular structure to JSON\n    --> starting at object with constructor 'Object'\n    --- property 'self' closes the circle\n    at exec_main.mjs:1:27"]),
+        ),
+        ("import fs from \"fs\"; text(1)", serde_json::json!([hdr("failed"), "Script error:\nUnsupported import in exec: fs"])),
+        ("text(\"a\"); exit(); text(\"b\")", serde_json::json!([hdr("completed"), "a"])),
+        ("Promise.reject(new Error(\"x\")); text(\"ok\")", serde_json::json!([hdr("completed"), "ok"])),
+        (
+            "await tools.exec_command(\"ls\")",
+            serde_json::json!([hdr("failed"), "Script error:\ntool `exec_command` expects a JSON object for arguments"]),
+        ),
+        // Nothing of the host is reachable from the cell's realm.
+        (
+            "text([typeof process, typeof require, typeof fetch, typeof Atomics, typeof setTimeout, tools.exec_command.constructor.constructor(\"return typeof process\")()].join())",
+            serde_json::json!([hdr("completed"), "undefined,undefined,undefined,undefined,function,undefined"]),
+        ),
+        (
+            "// @exec: {\"max_output_tokens\": 10}\ntext(\"x\".repeat(2000))",
+            serde_json::json!([hdr("completed"), format!("Warning: truncated output (original token count: 500)\nTotal output lines: 1\n\n{}…490 tokens truncated…{}", "x".repeat(20), "x".repeat(20))]),
+        ),
+        (
+            "// @exec: {\"bogus\": 1}\ntext(1)",
+            Value::from("exec pragma only supports `yield_time_ms` and `max_output_tokens`; got `bogus`"),
+        ),
+    ];
+    for (i, (src, want)) in cases.iter().enumerate() {
+        let out = t.execute(&exec_call(&format!("c{i}"), src)).unwrap();
+        assert_eq!(&shown(&out), want, "{src}");
+    }
+}
+
+#[test]
+fn a_cell_s_tool_calls_run_in_the_workspace_and_are_reported_one_by_one() {
+    let ws = tempfile::tempdir().unwrap();
+    let mut t = CodexTools::new(&cells_ctx(ws.path()));
+    let src = "const r = await tools.exec_command({cmd: \"echo hi > f.txt; echo $((1+2)); exit 4\"});\ntext([r.exit_code, r.output, Object.keys(r).join()]);\nawait tools.apply_patch(\"*** Begin Patch\\n*** Add File: g.txt\\n+g\\n*** End Patch\\n\");\nconst [a, b] = await Promise.all([tools.exec_command({cmd: \"cat g.txt\"}), tools.update_plan({plan: [{step: \"s\", status: \"pending\"}]})]);\ntext(a.output + JSON.stringify(b));\nawait tools.apply_patch(\"not a patch\");\n";
+    let mut inner = vec![];
+    let out = t
+        .execute_observed(&exec_call("cell", src), &mut |c| inner.push(c))
+        .unwrap();
+    let shown = shown(&out);
+    assert_eq!(shown[0], "Script failed\nWall time X seconds\nOutput:\n");
+    assert_eq!(
+        shown[1],
+        "[4,\"3\\n\",\"chunk_id,wall_time_seconds,exit_code,original_token_count,output\"]"
+    );
+    assert_eq!(shown[2], "g\n{}");
     assert!(
-        std::fs::read_dir(ws.path()).unwrap().next().is_none(),
-        "nothing ran"
+        shown[3]
+            .as_str()
+            .unwrap()
+            .starts_with("Script error:\napply_patch verification failed: invalid patch"),
+        "{shown}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("f.txt")).unwrap(),
+        "hi\n"
+    );
+    let tools: Vec<(&str, bool)> = inner.iter().map(|c| (c.tool.as_str(), c.ok)).collect();
+    assert_eq!(tools.len(), 5, "{tools:?}");
+    assert_eq!(tools[0], ("exec_command", true));
+    assert_eq!(tools[1], ("apply_patch", true));
+    assert_eq!(tools[4], ("apply_patch", false));
+    assert_eq!(inner[1].touched, vec![PathBuf::from("g.txt")]);
+    assert!(out.touched.contains(&PathBuf::from("g.txt")));
+}
+
+#[test]
+fn a_yielded_cell_is_waited_for_and_terminated() {
+    let ws = tempfile::tempdir().unwrap();
+    let mut t = CodexTools::new(&cells_ctx(ws.path()));
+    let slow = "// @exec: {\"yield_time_ms\": 300}\ntext(\"a\");\nawait new Promise(r => setTimeout(r, 1200));\ntext(\"b\");\n";
+    let out = t.execute(&exec_call("s1", slow)).unwrap();
+    assert_eq!(
+        shown(&out),
+        serde_json::json!([
+            "Script running with cell ID 1\nWall time X seconds\nOutput:\n",
+            "a"
+        ])
+    );
+    let out = t
+        .execute(&wait_call(
+            "w1",
+            serde_json::json!({"cell_id": "1", "yield_time_ms": 5000}),
+        ))
+        .unwrap();
+    assert_eq!(
+        shown(&out),
+        serde_json::json!(["Script completed\nWall time X seconds\nOutput:\n", "b"])
+    );
+    let out = t
+        .execute(&wait_call("w2", serde_json::json!({"cell_id": "1"})))
+        .unwrap();
+    assert_eq!(
+        shown(&out),
+        serde_json::json!([
+            "Script failed\nWall time X seconds\nOutput:\n",
+            "Script error:\nexec cell 1 not found"
+        ])
+    );
+    // A busy cell (no await at all) yields too, and is ended by `terminate`.
+    let out = t
+        .execute(&exec_call(
+            "s2",
+            "// @exec: {\"yield_time_ms\": 300}\nwhile (true) {}\n",
+        ))
+        .unwrap();
+    assert_eq!(
+        shown(&out),
+        Value::from("Script running with cell ID 2\nWall time X seconds\nOutput:\n")
+    );
+    let out = t
+        .execute(&wait_call(
+            "w3",
+            serde_json::json!({"cell_id": "2", "terminate": true}),
+        ))
+        .unwrap();
+    assert_eq!(
+        shown(&out),
+        Value::from("Script terminated\nWall time X seconds\nOutput:\n")
+    );
+}
+
+#[test]
+fn cells_codex_cannot_replay_are_refused_before_anything_runs() {
+    let a = Codex;
+    for src in [
+        "notify(\"hello\")",
+        "const g = await tools.create_goal({objective: \"x\"}); text(g)",
+        "text(ALL_TOOLS)",
+        "await tools[\"view_image\"]({path: \"a.png\"})",
+    ] {
+        let call = exec_call("r", src);
+        assert_eq!(a.classify(&call), ToolClass::Unknown, "{src}");
+        let ws = tempfile::tempdir().unwrap();
+        let e = CodexTools::new(&ctx(ws.path()))
+            .execute(&call)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("code-mode cell"), "{e}");
+        assert!(
+            std::fs::read_dir(ws.path()).unwrap().next().is_none(),
+            "nothing ran"
+        );
+    }
+    let ok = exec_call(
+        "ok",
+        "const r = await tools.exec_command({cmd: \"ls\"}); text(r.output)",
+    );
+    assert_eq!(a.classify(&ok), ToolClass::Mutating);
+}
+
+#[test]
+fn the_genuine_code_mode_session_replays_with_codex_framing() {
+    let a = Codex;
+    let path = fixture("codemode/rollout-final.jsonl");
+    let plan = a.parse(&path, &std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(plan.batches.len(), 5);
+    let ws = tempfile::tempdir().unwrap();
+    let mut t = a.tool_runner(&plan, &cells_ctx(ws.path()), &[]).unwrap();
+    for b in &plan.batches {
+        for call in &b.calls {
+            assert_eq!(call.tool, "exec");
+            let out = t.execute(call).unwrap();
+            let orig = call.original.as_ref().unwrap();
+            assert_eq!(
+                a.mask_dynamic(call, &out.observation.text),
+                a.mask_dynamic(call, &orig.text),
+                "{}",
+                call.call_id
+            );
+            assert_eq!(
+                out.observation
+                    .native
+                    .as_ref()
+                    .map(|v| v.as_array().unwrap().len()),
+                orig.native.as_ref().map(|v| v.as_array().unwrap().len()),
+                "{}: the same items",
+                call.call_id
+            );
+        }
+    }
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("notes.txt")).unwrap(),
+        "line one\nline 2 (edited)\nline three\n"
     );
 }
 

@@ -78,10 +78,30 @@ fn replay(root: &Path, run_id: &str, after: usize, extra: &[&str]) -> (i32, Valu
 }
 
 #[test]
-fn code_mode_is_refused_before_anything_runs() {
+fn a_code_mode_cell_calling_notify_is_refused_before_anything_runs() {
     let _l = lock();
     reset();
     let root = tempfile::tempdir().unwrap();
+    // The genuine code-mode session with its first cell calling `notify` (an extra output of
+    // the call that pvisor does not reproduce).
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/codex/codemode/rollout-run1.jsonl");
+    let mut done = false;
+    let edited: String = std::fs::read_to_string(&src)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            if !done && v["payload"]["type"] == "custom_tool_call" {
+                v["payload"]["input"] = Value::from("notify(\"hello\")");
+                done = true;
+            }
+            format!("{v}\n")
+        })
+        .collect();
+    assert!(done);
+    let trajectory = root.path().join("notify.jsonl");
+    std::fs::write(&trajectory, edited).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_pvisor"))
         .args([
             "replay",
@@ -94,10 +114,7 @@ fn code_mode_is_refused_before_anything_runs() {
             "--replay-only",
         ])
         .arg("--trajectory")
-        .arg(
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/fixtures/codex/codemode/rollout-run1.jsonl"),
-        )
+        .arg(&trajectory)
         .arg("--workspace")
         .arg(WORK)
         .arg("--state-dir")
@@ -113,7 +130,7 @@ fn code_mode_is_refused_before_anything_runs() {
         r["failure"]["message"]
             .as_str()
             .unwrap_or("")
-            .contains("exec"),
+            .contains("notify"),
         "{r}"
     );
     assert!(

@@ -199,7 +199,12 @@ pub fn validate(
     for b in &plan.batches[..n] {
         for (i, c) in b.calls.iter().enumerate() {
             match adapter.classify(c) {
-                ToolClass::Unknown => return Err(RunError::ExecutorRefused(format!("batch {} call {i}: tool `{}` ({}) is unknown to the {} adapter; nothing was run", b.index, c.tool, c.call_id, adapter.name()))),
+                ToolClass::Unknown => {
+                    return Err(RunError::ExecutorRefused(match adapter.refusal(c) {
+                        Some(why) => format!("batch {} call {i}: tool `{}` ({}) is not replayed by the {} adapter: {why}; nothing was run", b.index, c.tool, c.call_id, adapter.name()),
+                        None => format!("batch {} call {i}: tool `{}` ({}) is unknown to the {} adapter; nothing was run", b.index, c.tool, c.call_id, adapter.name()),
+                    }))
+                }
                 ToolClass::NonRegenerable if !req.allow_stale_observations => {
                     return Err(RunError::ExecutorRefused(format!("batch {} call {i}: the observation of `{}` ({}) cannot be regenerated; nothing was run (pass --allow-stale-observations to reuse the original and mark the result degraded)", b.index, c.tool, c.call_id)))
                 }

@@ -303,6 +303,12 @@ pub trait Adapter: Send + Sync {
     }
     /// How a call may be treated (refused, re-run after a crash…).
     fn classify(&self, call: &ToolCall) -> ToolClass;
+
+    /// Why a call classified [`ToolClass::Unknown`] is not replayed, in words for the user
+    /// (default: none beyond the tool being unknown).
+    fn refusal(&self, _call: &ToolCall) -> Option<String> {
+        None
+    }
     /// The runner of this process's calls. `completed` holds the calls the journal says
     /// completed (in order) and their recorded observations, so that tools keeping state
     /// across calls can rebuild it after a crash.

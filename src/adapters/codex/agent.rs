@@ -112,6 +112,10 @@ impl Adapter for Codex {
         }
     }
 
+    fn refusal(&self, call: &ToolCall) -> Option<String> {
+        tools::refusal(call)
+    }
+
     fn mask_dynamic(&self, _call: &ToolCall, text: &str) -> String {
         tools::mask_dynamic(text)
     }
