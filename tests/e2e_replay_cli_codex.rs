@@ -298,3 +298,87 @@ fn a_rollout_recorded_on_another_day_continues() {
         "request 1 must end at O′N with no environment item added"
     );
 }
+
+/// The recorded code-mode session replayed from the command line (isolated, so its
+/// original path is free): every tool call of every cell is an `inner_call_finished` event
+/// inside its cell's call, and the audit page shows them under the cell.
+#[test]
+fn a_code_mode_replay_journals_each_cell_s_tool_calls_and_the_audit_shows_them() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex/recorded/codemode");
+    let root = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_pvisor"))
+        .args([
+            "replay",
+            "--agent",
+            "codex",
+            "--run-id",
+            "cm",
+            "--after-step",
+            "6",
+            "--replay-only",
+            "--quiet",
+        ])
+        .arg("--trajectory")
+        .arg(dir.join("rollout.jsonl"))
+        .arg("--agent-entrypoint")
+        .arg(codex::codex_entrypoint())
+        .arg("--workspace")
+        .arg(codex::fixed_work("codemode"))
+        .arg("--workspace-seed")
+        .arg(dir.join("workspace-before"))
+        .arg("--state-dir")
+        .arg(root.path().join("state"))
+        .arg("--output-dir")
+        .arg(root.path().join("out"))
+        .output()
+        .unwrap();
+    let r: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(out.status.code(), Some(0), "{r}");
+    assert_eq!(r["quality"], "verified", "{r}");
+    assert_eq!(r["metadata"]["observations"]["different"], 0, "{r}");
+    let export = std::fs::read_to_string(root.path().join("out/cm/journal.jsonl")).unwrap();
+    let inner: Vec<Value> = export
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["event"] == "inner_call_finished")
+        .collect();
+    // Batch 1 (cell 1): exec_command, apply_patch, exec_command; batch 2 (cells 2, 3): 1 + 2;
+    // batch 3 (cell 4): apply_patch (rejected) + update_plan; batch 5's cell yielded while
+    // its exec_command ran, which ended during batch 6's `wait`: journaled there.
+    let tools: Vec<(u64, &str, bool)> = inner
+        .iter()
+        .map(|e| {
+            (
+                e["data"]["batch"].as_u64().unwrap(),
+                e["data"]["tool"].as_str().unwrap(),
+                e["data"]["ok"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(tools.len(), 9, "{tools:?}");
+    assert_eq!(tools[8], (6, "exec_command", true), "{tools:?}");
+    assert!(tools.contains(&(3, "apply_patch", false)), "{tools:?}");
+    assert!(tools.contains(&(1, "apply_patch", true)), "{tools:?}");
+    let html = root.path().join("audit.html");
+    let a = Command::new(env!("CARGO_BIN_EXE_pvisor"))
+        .args(["journal", "audit"])
+        .arg(root.path().join("state/cm"))
+        .args(["--format", "html", "-o"])
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert_eq!(
+        a.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&a.stderr)
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert_eq!(
+        page.matches("this call&#39;s code made").count()
+            + page.matches("this call's code made").count(),
+        5
+    );
+    assert!(page.contains("rejected"));
+}

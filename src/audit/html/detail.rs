@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use journal_format::event::{BridgeRequestValidated, SessionRole};
+use journal_format::event::{BridgeRequestValidated, InnerCallFinished, SessionRole};
 use journal_format::Event;
 
 use crate::journal::{read_events, BlobStore};
@@ -43,6 +43,9 @@ pub struct Detail {
     pub continued: Option<Continued>,
     /// The kept (redacted) bodies of refused requests, by the receipt's seq.
     pub refused_bodies: BTreeMap<u64, String>,
+    /// The inner calls (code-mode `tools.*`) of each call's latest attempt, with their
+    /// `{input, result}` blob when it is readable.
+    pub inner: BTreeMap<(u64, u64), Vec<(InnerCallFinished, Option<serde_json::Value>)>>,
 }
 
 impl Detail {
@@ -62,6 +65,19 @@ impl Detail {
                         .get(&t.plan_blob)
                         .ok()
                         .and_then(|b| serde_json::from_slice::<Plan>(&b).ok());
+                }
+                Event::ToolCallStarted(c) => {
+                    d.inner.remove(&(c.batch, c.call));
+                }
+                Event::InnerCallFinished(i) => {
+                    let body = blobs
+                        .get(&i.blob)
+                        .ok()
+                        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+                    d.inner
+                        .entry((i.batch, i.call))
+                        .or_default()
+                        .push((i.clone(), body));
                 }
                 Event::ToolCallFinished(f) => {
                     if let Ok(b) = blobs.get(&f.observation_blob) {

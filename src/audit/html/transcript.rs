@@ -143,6 +143,35 @@ fn call(
         h.push_str(&args(i));
         h.push_str("</details>");
     }
+    if let Some(inner) = d.inner.get(&(batch, n)) {
+        h.push_str(&format!(
+            "<h4>the {} tool call(s) this call's code made</h4><ol class=\"inner\">",
+            inner.len()
+        ));
+        for (i, body) in inner {
+            h.push_str(&format!(
+                "<li><strong>{}</strong> {} · {} ms",
+                esc(&i.tool),
+                if i.ok {
+                    chip("resolved", "ok")
+                } else {
+                    chip("rejected", "warn")
+                },
+                i.duration_ms
+            ));
+            if !i.touched.is_empty() {
+                h.push_str(&format!(" · wrote {}", esc(&i.touched.join(", "))));
+            }
+            if let Some(b) = body {
+                h.push_str("<details class=\"args\"><summary>input and result</summary>");
+                h.push_str(&args(&b["input"]));
+                h.push_str(&block(b["result"].as_str().unwrap_or(""), "obs", None));
+                h.push_str("</details>");
+            }
+            h.push_str("</li>");
+        }
+        h.push_str("</ol>");
+    }
     let regenerated = d.regenerated.get(&(batch, n));
     match (recorded, regenerated) {
         (Some((rec, rec_err)), Some(reg)) if rec == reg.text => {
