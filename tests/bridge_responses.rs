@@ -34,9 +34,22 @@ fn original_requests() -> Vec<Value> {
         .collect()
 }
 
+/// The session's `base_instructions.text` (what the continuation gives the bridge).
+fn base_instructions(rollout: &str) -> Option<String> {
+    let text = std::fs::read_to_string(fixture(rollout)).unwrap();
+    let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    first["payload"]["base_instructions"]["text"]
+        .as_str()
+        .map(String::from)
+}
+
 /// The rebuilt prefix at boundary `n` with the original observations.
 fn prefix(n: usize) -> Vec<Value> {
-    let path = fixture("genuine/rollout-run1.jsonl");
+    prefix_of("genuine/rollout-run1.jsonl", n)
+}
+
+fn prefix_of(rollout: &str, n: usize) -> Vec<Value> {
+    let path = fixture(rollout);
     let a = pvisor::adapters::codex::agent::Codex;
     let plan = a.parse(&path, &std::fs::read(&path).unwrap()).unwrap();
     let obs: BTreeMap<String, Observation> = plan
@@ -84,6 +97,7 @@ fn config(
         protocol: Protocol::OpenaiResponses,
         rules: std::sync::Arc::new(CodexRequestRules {
             prompt: NONCE.into(),
+            instructions: base_instructions("genuine/rollout-run1.jsonl"),
         }),
         prefix,
         boundary_prompt: prompt.map(str::to_string),
@@ -266,4 +280,52 @@ async fn boundary_prompt_is_added_once_after_the_boundary() {
         json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Say hi first."}]})
     );
     assert_eq!(got[0].body.to_string().matches("Say hi first.").count(), 1);
+}
+
+/// Code mode (responses-lite): Codex's requests begin with its `additional_tools` item and
+/// the base instructions as a developer message. Both are its generated head (forwarded
+/// as they are); a developer message that is not the session's instructions is part of the
+/// checked prefix, so the request is refused.
+#[tokio::test]
+async fn a_code_mode_request_is_validated_after_its_generated_head() {
+    let reqs: Vec<Value> = std::fs::read_to_string(fixture("codemode/requests-run1.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let n = 3;
+    let p = prefix_of("codemode/rollout-run1.jsonl", n);
+    let up = start(
+        upstream_script(),
+        ServerOptions {
+            api_key: Some("upstream-key".into()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let mut cfg = config(&up.base_url(), p.clone(), Some(2), None);
+    cfg.rules = std::sync::Arc::new(CodexRequestRules {
+        prompt: NONCE.into(),
+        instructions: base_instructions("codemode/rollout-run1.jsonl"),
+    });
+    let (b, rx) = bridge::start(cfg).await.unwrap();
+    let (_events, _t) = bridge::auto_ack(rx);
+    let original = reqs[n]["body"].clone();
+    let input = original["input"].as_array().unwrap().clone();
+    assert_eq!(input[0]["type"], "additional_tools");
+    assert_eq!(&input[2..], &p[..], "head of 2, then the prefix");
+    let mut body = original.clone();
+    let mut resumed = input.clone();
+    resumed.push(skills());
+    resumed.push(nonce());
+    body["input"] = Value::Array(resumed.clone());
+    let (st, text) = post(&b.base_url(), b.key(), &body).await;
+    assert_eq!(st, StatusCode::OK, "{text}");
+    assert_eq!(up.main_requests()[0].body, original, "upstream got request N+1");
+    // Other instructions than the session's: not the generated head, so checked and refused.
+    let mut other = body.clone();
+    other["input"][1]["content"][0]["text"] = Value::from("You are someone else.");
+    let (st, text) = post(&b.base_url(), b.key(), &other).await;
+    assert_ne!(st, StatusCode::OK, "{text}");
 }

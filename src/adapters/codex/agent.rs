@@ -142,7 +142,7 @@ impl Adapter for Codex {
 
     fn tool_runner(
         &self,
-        _plan: &Plan,
+        plan: &Plan,
         ctx: &ExecContext,
         completed: &[(ToolCall, Observation)],
     ) -> Result<Box<dyn ToolRunner>, AdapterError> {
@@ -182,6 +182,16 @@ impl Adapter for Codex {
             return Err(AdapterError::Unsupported(format!(
                 "call {call_id} left a code-mode cell running before the crash; it cannot be re-attached"
             )));
+        }
+        // Code-mode cells need their Node: a missing one is refused before any call runs.
+        if plan
+            .batches
+            .iter()
+            .flat_map(|b| &b.calls)
+            .any(|c| matches!(c.tool.as_str(), "exec" | "wait"))
+        {
+            code_mode::host::find_node(ctx.agent_entrypoint.as_deref())
+                .map_err(AdapterError::Unsupported)?;
         }
         Ok(Box::new(CodexTools::new(ctx)))
     }

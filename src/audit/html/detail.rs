@@ -45,8 +45,11 @@ pub struct Detail {
     pub refused_bodies: BTreeMap<u64, String>,
     /// The inner calls (code-mode `tools.*`) of each call's latest attempt, with their
     /// `{input, result}` blob when it is readable.
-    pub inner: BTreeMap<(u64, u64), Vec<(InnerCallFinished, Option<serde_json::Value>)>>,
+    pub inner: BTreeMap<(u64, u64), Vec<InnerCall>>,
 }
+
+/// One inner call's event and its `{input, result}` blob, when readable.
+pub type InnerCall = (InnerCallFinished, Option<serde_json::Value>);
 
 impl Detail {
     /// Read what the page needs. Anything unreadable is simply absent: the audit's findings

@@ -58,7 +58,7 @@ pub fn parse_source(input: &str) -> Result<Source, String> {
             None => Ok(None),
             Some(v) => v
                 .as_u64()
-                .filter(|n| *n <= (1u64 << 53) - 1)
+                .filter(|n| *n < (1u64 << 53))
                 .map(Some)
                 .ok_or_else(|| {
                     format!("exec pragma fields `yield_time_ms` and `max_output_tokens` must be non-negative safe integers: `{k}` is {v}")

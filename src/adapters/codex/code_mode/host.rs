@@ -163,8 +163,13 @@ impl Drop for Host {
 /// installation in use (`pvisor agents install codex` puts the pinned Node 22 there), else
 /// the pinned installation's, else `node` on PATH (major version 22 or later).
 pub fn find_node(agent_entrypoint: Option<&Path>) -> Result<PathBuf, String> {
-    if let Some(p) = std::env::var_os("PVISOR_NODE") {
-        return Ok(PathBuf::from(p));
+    if let Some(p) = std::env::var_os("PVISOR_NODE").filter(|p| !p.is_empty()) {
+        let p = PathBuf::from(p);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(format!("PVISOR_NODE={} is not a file", p.display()))
+        };
     }
     if let Some(e) = agent_entrypoint {
         // <prefix>/node_modules/.bin/codex -> <prefix>/bin/node (an installation's layout only)
