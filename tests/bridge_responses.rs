@@ -322,7 +322,11 @@ async fn a_code_mode_request_is_validated_after_its_generated_head() {
     body["input"] = Value::Array(resumed.clone());
     let (st, text) = post(&b.base_url(), b.key(), &body).await;
     assert_eq!(st, StatusCode::OK, "{text}");
-    assert_eq!(up.main_requests()[0].body, original, "upstream got request N+1");
+    assert_eq!(
+        up.main_requests()[0].body,
+        original,
+        "upstream got request N+1"
+    );
     // Other instructions than the session's: not the generated head, so checked and refused.
     let mut other = body.clone();
     other["input"][1]["content"][0]["text"] = Value::from("You are someone else.");

@@ -92,6 +92,20 @@ pub fn mask_dynamic(text: &str) -> String {
                 regex::Regex::new(r#""duration_seconds":[0-9]+(\.[0-9]+)?"#).unwrap(),
                 "\"duration_seconds\":<dynamic>",
             ),
+            // A code-mode cell that prints a unified exec result as JSON (`text(r)`).
+            (
+                regex::Regex::new(r#""chunk_id":"[0-9a-f]+""#).unwrap(),
+                "\"chunk_id\":\"<dynamic>\"",
+            ),
+            (
+                regex::Regex::new(r#""wall_time_seconds":[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?"#)
+                    .unwrap(),
+                "\"wall_time_seconds\":<dynamic>",
+            ),
+            (
+                regex::Regex::new(r#""session_id":[0-9]+"#).unwrap(),
+                "\"session_id\":<dynamic>",
+            ),
         ]
     });
     let mut s = text.to_string();
@@ -717,6 +731,14 @@ impl Sessions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn masks_a_code_mode_result_printed_as_json() {
+        let a = r#"{"chunk_id":"8f0d39","wall_time_seconds":6.75e-6,"session_id":71089,"original_token_count":2,"output":"hi\n"}"#;
+        let b = r#"{"chunk_id":"00aa11","wall_time_seconds":0.25,"session_id":45569,"original_token_count":2,"output":"hi\n"}"#;
+        assert_eq!(mask_dynamic(a), mask_dynamic(b));
+        assert_ne!(mask_dynamic(a), mask_dynamic(&b.replace("hi", "ho")));
+    }
 
     #[test]
     fn masks() {

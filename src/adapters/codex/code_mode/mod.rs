@@ -59,6 +59,10 @@ pub fn refusal(input: &Value) -> Option<String> {
                 "calls a tool whose result depends on the live session (goals carry wall-clock times; view_image's encoding is not reproduced)",
             ),
             (
+                regex::Regex::new(r"\btty\s*:\s*true\b").unwrap(),
+                "runs a command with tty=true (PTY output: CRLF, echo), which pvisor does not reproduce",
+            ),
+            (
                 regex::Regex::new(r"\bALL_TOOLS\b").unwrap(),
                 "reads ALL_TOOLS, whose tool descriptions pvisor does not reproduce",
             ),
