@@ -305,8 +305,11 @@ pub fn run(spec: &CommandSpec) -> io::Result<CommandOutcome> {
     let mut timed_out = false;
     let mut killed_background = false;
 
+    // The leader's exit wakes the loop at once (a pidfd), instead of a 10 ms tick.
+    let exit_fd = pidfd(pid);
     loop {
-        // Read whatever is available, waiting at most 10 ms.
+        // Read whatever is available; wait for output, the leader's exit, the deadline or
+        // the end of the drain grace, whichever comes first.
         let mut pfds: Vec<libc::pollfd> = streams
             .iter()
             .filter(|s| s.open)
@@ -316,9 +319,22 @@ pub fn run(spec: &CommandSpec) -> io::Result<CommandOutcome> {
                 revents: 0,
             })
             .collect();
+        if let (None, Some(fd)) = (exit, &exit_fd) {
+            pfds.push(libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            });
+        }
+        let wait_ms: i32 = match (&exit_fd, exited_at, spec.timeout) {
+            (None, _, _) => 10,
+            (Some(_), Some(at), _) => ms_left(DRAIN_GRACE.saturating_sub(at.elapsed())),
+            (Some(_), None, Some(t)) => ms_left(t.saturating_sub(started.elapsed())).min(250),
+            (Some(_), None, None) => 250,
+        };
         if !pfds.is_empty() {
             // SAFETY: pfds is a valid array of pollfd.
-            let rc = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, 10) };
+            let rc = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, wait_ms) };
             if rc < 0 {
                 let e = io::Error::last_os_error();
                 if e.kind() != io::ErrorKind::Interrupted {
@@ -461,6 +477,31 @@ fn group_has_live_members(pgid: i32) -> bool {
         }
     }
     false
+}
+
+/// A pidfd of `pid` (Linux 5.3 and later): readable once the process has exited. `None`
+/// where the kernel has none; callers then poll on a short tick.
+pub(crate) fn pidfd(pid: i32) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    // SAFETY: a non-negative result is a new fd we own.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Wait until `fd` is readable or `timeout` passes.
+pub(crate) fn wait_readable(fd: &OwnedFd, timeout: Duration) {
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    unsafe { libc::poll(&mut p, 1, ms_left(timeout)) };
+}
+
+/// A poll timeout in whole milliseconds, at least 1.
+fn ms_left(d: Duration) -> i32 {
+    d.as_millis().clamp(1, i32::MAX as u128) as i32
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use super::CommandSpec;
@@ -41,7 +41,10 @@ pub struct Session {
     child: Child,
     pgid: i32,
     groups: Option<std::path::PathBuf>,
-    buf: Arc<Mutex<Buffer>>,
+    /// The unread output, and a condvar the reader notifies at the end of the output.
+    buf: Arc<(Mutex<Buffer>, Condvar)>,
+    /// Readable once the leader exited (see [`super::pidfd`]).
+    exit_fd: Option<std::os::fd::OwnedFd>,
     started: Instant,
     deadline: Option<Instant>,
     exit: Option<i32>,
@@ -88,7 +91,7 @@ pub fn spawn(spec: &CommandSpec) -> io::Result<Session> {
         }
         None => None,
     };
-    let buf = Arc::new(Mutex::new(Buffer::default()));
+    let buf = Arc::new((Mutex::new(Buffer::default()), Condvar::new()));
     let b2 = buf.clone();
     std::thread::spawn(move || {
         let mut f = File::from(r);
@@ -100,16 +103,18 @@ pub fn spawn(spec: &CommandSpec) -> io::Result<Session> {
                     if let Some(l) = log.as_mut() {
                         let _ = l.write_all(&chunk[..n]);
                     }
-                    b2.lock()
+                    b2.0.lock()
                         .unwrap_or_else(|e| e.into_inner())
                         .push(&chunk[..n]);
                 }
             }
         }
-        b2.lock().unwrap_or_else(|e| e.into_inner()).eof = true;
+        b2.0.lock().unwrap_or_else(|e| e.into_inner()).eof = true;
+        b2.1.notify_all();
     });
     let pgid = child.id() as i32;
     Ok(Session {
+        exit_fd: super::pidfd(pgid),
         child,
         pgid,
         groups: spec.groups.clone(),
@@ -157,12 +162,21 @@ impl Session {
                 self.timed_out = true;
             }
             if let Some(code) = self.poll_exit() {
+                // Its output ends when the last writer closes the pipe (at most the grace).
                 let drain = Instant::now() + super::DRAIN_GRACE;
-                while !self.buf.lock().unwrap_or_else(|e| e.into_inner()).eof
-                    && Instant::now() < drain
-                {
-                    std::thread::sleep(Duration::from_millis(2));
+                let (lock, cv) = &*self.buf;
+                let mut b = lock.lock().unwrap_or_else(|e| e.into_inner());
+                while !b.eof {
+                    let left = drain.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break;
+                    }
+                    b = cv
+                        .wait_timeout(b, left)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
                 }
+                drop(b);
                 // Anything it left running in its group goes with it.
                 super::killpg(self.pgid, libc::SIGKILL);
                 return Poll {
@@ -171,19 +185,28 @@ impl Session {
                     timed_out: self.timed_out,
                 };
             }
-            if Instant::now() >= until {
+            let now = Instant::now();
+            if now >= until {
                 return Poll {
                     exit: None,
                     output: self.take(),
                     timed_out: false,
                 };
             }
-            std::thread::sleep(Duration::from_millis(2));
+            // Sleep until the leader exits, the yield time ends or the deadline comes.
+            let mut left = until - now;
+            if let Some(d) = self.deadline {
+                left = left.min(d.saturating_duration_since(now));
+            }
+            match &self.exit_fd {
+                Some(fd) => super::wait_readable(fd, left),
+                None => std::thread::sleep(left.min(Duration::from_millis(2))),
+            }
         }
     }
 
     fn take(&mut self) -> String {
-        let mut b = self.buf.lock().unwrap_or_else(|e| e.into_inner());
+        let mut b = self.buf.0.lock().unwrap_or_else(|e| e.into_inner());
         let bytes = std::mem::take(&mut b.unread);
         let dropped = std::mem::take(&mut b.dropped);
         if dropped == 0 {

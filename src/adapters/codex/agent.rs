@@ -193,7 +193,9 @@ impl Adapter for Codex {
             code_mode::host::find_node(ctx.agent_entrypoint.as_deref())
                 .map_err(AdapterError::Unsupported)?;
         }
-        Ok(Box::new(CodexTools::new(ctx)))
+        let mut tools = CodexTools::new(ctx);
+        tools.cells.after(completed);
+        Ok(Box::new(tools))
     }
 
     fn continuation(

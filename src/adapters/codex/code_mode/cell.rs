@@ -104,9 +104,10 @@ pub fn output(
         Status::Missing => items.push(json!({"type": "input_text", "text": format!("Script error:\nexec cell {cell_id} not found")})),
         _ => {}
     }
-    if let Some(max) = max_output_tokens {
-        items = truncate_items(items, max);
-    }
+    items = truncate_items(
+        items,
+        max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS),
+    );
     // Codex rounds the f32 seconds to one decimal and always prints one.
     let secs = ((wall.as_secs_f32()) * 10.0).round() / 10.0;
     items.insert(
@@ -119,26 +120,36 @@ pub fn output(
     Value::Array(items)
 }
 
-/// A pragma's `max_output_tokens` applied to the text items: each text over the budget is
-/// middle-truncated after Codex's notice (images pass).
+/// Codex's budget of an `exec`/`wait` result when none is given (its `exec` description:
+/// "Defaults to 10000 tokens").
+pub const DEFAULT_MAX_OUTPUT_TOKENS: usize = 10_000;
+
+/// Codex's `truncate_code_mode_result` for text items: within the budget (4 bytes a token)
+/// nothing changes; over it, the texts joined by newlines become one item, Codex's notice
+/// and the middle-truncated text, followed by the images.
 fn truncate_items(items: Vec<Value>, max: usize) -> Vec<Value> {
-    items
-        .into_iter()
-        .map(|mut it| {
-            if let Some(t) = it.get("text").and_then(Value::as_str) {
-                if t.len() > max.saturating_mul(4) {
-                    let cut = format!(
-                        "Warning: truncated output (original token count: {})\nTotal output lines: {}\n\n{}",
-                        super::super::tools::approx_tokens(t),
-                        t.lines().count(),
-                        super::super::tools::truncate_middle(t, max)
-                    );
-                    it["text"] = Value::from(cut);
-                }
-            }
-            it
-        })
-        .collect()
+    let is_text = |it: &Value| it.get("type").and_then(Value::as_str) == Some("input_text");
+    let texts: Vec<&str> = items
+        .iter()
+        .filter(|it| is_text(it))
+        .map(|it| it["text"].as_str().unwrap_or(""))
+        .collect();
+    if texts.is_empty() {
+        return items;
+    }
+    let combined = texts.join("\n");
+    if combined.len() <= max.saturating_mul(4) {
+        return items;
+    }
+    let cut = format!(
+        "Warning: truncated output (original token count: {})\nTotal output lines: {}\n\n{}",
+        super::super::tools::approx_tokens(&combined),
+        combined.lines().count(),
+        super::super::tools::truncate_middle(&combined, max)
+    );
+    let mut out = vec![json!({"type": "input_text", "text": cut})];
+    out.extend(items.into_iter().filter(|it| !is_text(it)));
+    out
 }
 
 /// The cell id a recorded output names (`Script running with cell ID <n>`).

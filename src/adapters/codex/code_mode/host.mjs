@@ -27,7 +27,9 @@ if (isMainThread) {
 }
 
 function main() {
-  const send = (m) => process.stdout.write(JSON.stringify(m) + '\n');
+  // Lone surrogates become U+FFFD, as Codex's `to_rust_string_lossy` makes them.
+  const wellFormed = (k, v) => (typeof v === 'string' ? v.toWellFormed() : v);
+  const send = (m) => process.stdout.write(JSON.stringify(m, wellFormed) + '\n');
   const store = Object.create(null);
   const cells = new Map();
 

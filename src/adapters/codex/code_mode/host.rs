@@ -108,10 +108,13 @@ impl Host {
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
-                if let Ok(v) = serde_json::from_str::<Value>(&line) {
-                    if events.send(Event::Host(v)).is_err() {
-                        return;
-                    }
+                // A line out of protocol is reported, never skipped: a lost status would
+                // leave the call waiting.
+                let v = serde_json::from_str::<Value>(&line).unwrap_or_else(
+                    |e| serde_json::json!({"op": "out_of_protocol", "error": e.to_string()}),
+                );
+                if events.send(Event::Host(v)).is_err() {
+                    return;
                 }
             }
             let _ = events.send(Event::HostGone);

@@ -89,6 +89,21 @@ pub struct Cells {
 }
 
 impl Cells {
+    /// A resumed replay: the cells the completed calls ran took their ids in the earlier
+    /// process, so the counter goes on from there (Codex's ids count per process).
+    pub fn after(&mut self, completed: &[(ToolCall, Observation)]) {
+        for (call, obs) in completed {
+            if call.tool != "exec" || cell::parse_source(call.input.as_str().unwrap_or("")).is_err()
+            {
+                continue;
+            }
+            self.last_id = match cell::recorded_cell_id(&obs.text).and_then(|i| i.parse().ok()) {
+                Some(n) => n,
+                None => self.last_id + 1,
+            };
+        }
+    }
+
     pub fn new(sessions: Arc<Sessions>, ctx: &ExecContext) -> Cells {
         Cells {
             sessions,
@@ -249,6 +264,15 @@ impl Cells {
                         .map_err(|e| host_error("exec", e))?;
                 }
                 Event::Host(m) => match m["op"].as_str() {
+                    Some("out_of_protocol") => {
+                        return Err(host_error(
+                            "exec",
+                            format!(
+                                "the code-mode host answered out of protocol: {}",
+                                m["error"]
+                            ),
+                        ))
+                    }
                     Some("tool") => self.spawn_tool(call_id, &m),
                     Some("status") if m["cell"].as_str() == Some(cell_id) => {
                         let items = m["items"].as_array().cloned().unwrap_or_default();
