@@ -74,15 +74,7 @@ impl Companion {
 
     /// The last 1,500 characters of the runner's stderr.
     pub fn stderr_tail(&self) -> String {
-        let t = std::fs::read_to_string(&self.cmd.stderr_log).unwrap_or_default();
-        let t = t.trim();
-        let start = t
-            .char_indices()
-            .rev()
-            .nth(1500)
-            .map(|(i, _)| i)
-            .unwrap_or(0);
-        t[start..].to_string()
+        log_tail(&self.cmd.stderr_log)
     }
 
     /// One request (an `id` is added); its answer, which must carry the same `id`.
@@ -119,6 +111,19 @@ impl Companion {
         }
         Ok(v)
     }
+}
+
+/// The last 1,500 characters of a helper's log (what explains its failure).
+pub fn log_tail(path: &std::path::Path) -> String {
+    let t = std::fs::read_to_string(path).unwrap_or_default();
+    let t = t.trim();
+    let start = t
+        .char_indices()
+        .rev()
+        .nth(1500)
+        .map(|(i, _)| i)
+        .unwrap_or(0);
+    t[start..].to_string()
 }
 
 impl Drop for Companion {

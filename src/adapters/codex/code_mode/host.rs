@@ -140,15 +140,7 @@ impl Host {
 
     /// The last 1,500 characters of the host's stderr.
     pub fn stderr_tail(&self) -> String {
-        let t = std::fs::read_to_string(&self.stderr_log).unwrap_or_default();
-        let t = t.trim();
-        let start = t
-            .char_indices()
-            .rev()
-            .nth(1500)
-            .map(|(i, _)| i)
-            .unwrap_or(0);
-        t[start..].to_string()
+        crate::kit::companion::log_tail(&self.stderr_log)
     }
 }
 
