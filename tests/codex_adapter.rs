@@ -606,3 +606,38 @@ fn workdir_is_confined_and_output_logged() {
         "logged\n"
     );
 }
+
+/// A resumed replay cannot re-attach a cell the earlier process left running; a cell a later
+/// `wait` saw end is no obstacle.
+#[test]
+fn a_resume_is_refused_only_while_a_completed_cell_was_left_running() {
+    let a = Codex;
+    let path = fixture("codemode/rollout-final.jsonl");
+    let plan = a.parse(&path, &std::fs::read(&path).unwrap()).unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let obs = |t: &str| Observation {
+        text: t.into(),
+        is_error: false,
+        native: None,
+    };
+    let yielded = (
+        exec_call(
+            "e1",
+            "// @exec: {\"yield_time_ms\": 300}\nawait new Promise(r => setTimeout(r, 5000))",
+        ),
+        obs("Script running with cell ID 1\nWall time 0.3 seconds\nOutput:\n"),
+    );
+    let e = a
+        .tool_runner(&plan, &cells_ctx(ws.path()), std::slice::from_ref(&yielded))
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(e.contains("call e1 left a code-mode cell running"), "{e}");
+    let waited = (
+        wait_call("w1", serde_json::json!({"cell_id": "1"})),
+        obs("Script completed\nWall time 4.7 seconds\nOutput:\n"),
+    );
+    assert!(a
+        .tool_runner(&plan, &cells_ctx(ws.path()), &[yielded, waited])
+        .is_ok());
+}

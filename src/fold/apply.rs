@@ -176,15 +176,13 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
             entry.class = c.class;
             entry.args_digest = c.args_digest.clone();
             entry.starts += 1;
-            // Inner calls of an earlier attempt are superseded by this one's.
-            entry.inner.clear();
             s.blocked = None;
         }
+        // An inner call belongs to a call that started and has not finished; the fold only
+        // checks that (the audit reads the inner calls themselves).
         (Phase::Replaying(k), Event::InnerCallFinished(f)) => {
-            match s.calls.get_mut(&call_key(k, f.call)) {
-                Some(e) if e.starts > 0 && e.finished.is_none() && f.batch == k => {
-                    e.inner.push(f.clone())
-                }
+            match s.calls.get(&call_key(k, f.call)) {
+                Some(e) if e.starts > 0 && e.finished.is_none() && f.batch == k => {}
                 _ => {
                     return Err(err(
                         s,
@@ -479,7 +477,6 @@ impl Default for CallState {
             args_digest: String::new(),
             starts: 0,
             finished: None,
-            inner: Vec::new(),
             compared: None,
             in_doubt_decisions: Vec::new(),
         }

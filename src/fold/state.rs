@@ -55,8 +55,6 @@ pub struct CallState {
     /// Times a `tool_call_started` was recorded (>1 after an in-doubt re-run).
     pub starts: u64,
     pub finished: Option<ToolCallFinished>,
-    /// The inner calls (code-mode `tools.*`) of the latest attempt, in journal order.
-    pub inner: Vec<journal_format::event::InnerCallFinished>,
     pub compared: Option<ObservationCompared>,
     pub in_doubt_decisions: Vec<InDoubtDecision>,
 }

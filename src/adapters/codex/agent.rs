@@ -146,9 +146,8 @@ impl Adapter for Codex {
         ctx: &ExecContext,
         completed: &[(ToolCall, Observation)],
     ) -> Result<Box<dyn ToolRunner>, AdapterError> {
-        // A unified exec session or a code-mode cell still running at a crash cannot be
-        // re-attached: refuse resumption when a completed call left one open.
-        let mut running = std::collections::BTreeMap::new();
+        // A unified exec session still running at a crash cannot be re-attached: refuse
+        // resumption when a completed call left one open (cells: `Cells::after`).
         for (call, obs) in completed {
             if call.tool == "exec_command"
                 && obs
@@ -161,27 +160,6 @@ impl Adapter for Codex {
                     call.call_id
                 )));
             }
-            if matches!(call.tool.as_str(), "exec" | "wait") {
-                let named = call.input.get("cell_id").map(|v| match v {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                });
-                match code_mode::cell::recorded_cell_id(&obs.text) {
-                    Some(id) => {
-                        running.insert(id, call.call_id.clone());
-                    }
-                    None => {
-                        if let Some(id) = named {
-                            running.remove(&id);
-                        }
-                    }
-                }
-            }
-        }
-        if let Some((_, call_id)) = running.iter().next() {
-            return Err(AdapterError::Unsupported(format!(
-                "call {call_id} left a code-mode cell running before the crash; it cannot be re-attached"
-            )));
         }
         // Code-mode cells need their Node: a missing one is refused before any call runs.
         if plan
@@ -194,7 +172,10 @@ impl Adapter for Codex {
                 .map_err(AdapterError::Unsupported)?;
         }
         let mut tools = CodexTools::new(ctx);
-        tools.cells.after(completed);
+        tools
+            .cells
+            .after(completed)
+            .map_err(AdapterError::Unsupported)?;
         Ok(Box::new(tools))
     }
 

@@ -361,7 +361,7 @@ impl Unified {
 }
 
 /// Codex's truncation notice followed by the middle-truncated output.
-fn truncated_block(output: &str, max_tokens: usize) -> String {
+pub fn truncated_block(output: &str, max_tokens: usize) -> String {
     format!(
         "Warning: truncated output (original token count: {})\nTotal output lines: {}\n\n{}",
         approx_tokens(output),

@@ -141,12 +141,7 @@ fn truncate_items(items: Vec<Value>, max: usize) -> Vec<Value> {
     if combined.len() <= max.saturating_mul(4) {
         return items;
     }
-    let cut = format!(
-        "Warning: truncated output (original token count: {})\nTotal output lines: {}\n\n{}",
-        super::super::tools::approx_tokens(&combined),
-        combined.lines().count(),
-        super::super::tools::truncate_middle(&combined, max)
-    );
+    let cut = super::super::tools::truncated_block(&combined, max);
     let mut out = vec![json!({"type": "input_text", "text": cut})];
     out.extend(items.into_iter().filter(|it| !is_text(it)));
     out

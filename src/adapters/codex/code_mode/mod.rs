@@ -90,17 +90,38 @@ pub struct Cells {
 
 impl Cells {
     /// A resumed replay: the cells the completed calls ran took their ids in the earlier
-    /// process, so the counter goes on from there (Codex's ids count per process).
-    pub fn after(&mut self, completed: &[(ToolCall, Observation)]) {
+    /// process, so the counter goes on from there (Codex's ids count per process). A cell
+    /// those calls left running died with that process and cannot be re-attached: `Err`
+    /// names the call that left it.
+    pub fn after(&mut self, completed: &[(ToolCall, Observation)]) -> Result<(), String> {
+        let mut running = std::collections::BTreeMap::new();
         for (call, obs) in completed {
-            if call.tool != "exec" || cell::parse_source(call.input.as_str().unwrap_or("")).is_err()
-            {
-                continue;
+            let yielded = cell::recorded_cell_id(&obs.text);
+            match call.tool.as_str() {
+                "exec" if cell::parse_source(call.input.as_str().unwrap_or("")).is_ok() => {
+                    self.last_id = match yielded.as_deref().and_then(|i| i.parse().ok()) {
+                        Some(n) => n,
+                        None => self.last_id + 1,
+                    };
+                }
+                "wait" => {}
+                _ => continue,
             }
-            self.last_id = match cell::recorded_cell_id(&obs.text).and_then(|i| i.parse().ok()) {
-                Some(n) => n,
-                None => self.last_id + 1,
-            };
+            match (yielded, cell_id_arg(&call.input)) {
+                (Some(id), _) => {
+                    running.insert(id, call.call_id.clone());
+                }
+                (None, Some(id)) => {
+                    running.remove(&id);
+                }
+                (None, None) => {}
+            }
+        }
+        match running.into_values().next() {
+            Some(call_id) => Err(format!(
+                "call {call_id} left a code-mode cell running before the crash; it cannot be re-attached"
+            )),
+            None => Ok(()),
         }
     }
 
@@ -191,16 +212,10 @@ impl Cells {
     ) -> Result<ToolOutcome, ExecError> {
         let start = Instant::now();
         let a = &call.input;
-        let id = match a.get("cell_id") {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Number(n)) => n.to_string(),
-            _ => {
-                return Err(ExecError::BadInput {
-                    tool: "wait".into(),
-                    message: "missing `cell_id`".into(),
-                })
-            }
-        };
+        let id = cell_id_arg(a).ok_or_else(|| ExecError::BadInput {
+            tool: "wait".into(),
+            message: "missing `cell_id`".into(),
+        })?;
         let yield_ms = a
             .get("yield_time_ms")
             .and_then(Value::as_u64)
@@ -337,6 +352,15 @@ impl Cells {
             };
             let _ = tx.send(ev);
         });
+    }
+}
+
+/// The `cell_id` argument of a `wait` call (a string of digits, or a number).
+fn cell_id_arg(input: &Value) -> Option<String> {
+    match input.get("cell_id")? {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
     }
 }
 
