@@ -9,11 +9,13 @@
 //! - `--prepare-only` runs nothing and leaves the workspace (names, bytes, mtimes) untouched;
 //! - `--replay-only` regenerates observations equal to the recorded ones (declared dynamic
 //!   fields aside), and fold(journal) is the printed result;
-//! - the continuation with the real CLI sends, at every boundary, a first request equal to
-//!   the original request N+1 except the declared dynamic fields; a budget of two live steps
-//!   ends in `max_steps` when both scripted replies call tools;
-//! - the drift matrix: the agent 3 days ahead and 1 day back (libfaketime), another TZ for
-//!   pvisor, the recorded host facts edited — the first request is still the original one;
+//! - the continuation with the real CLI sends, at every boundary (of the primary sessions;
+//!   the first and last of the others), a first request equal to the original request N+1
+//!   except the declared dynamic fields; a budget of two live steps ends in `max_steps` when
+//!   both scripted replies call tools;
+//! - the drift matrix (on the primary sessions): the agent 3 days ahead and 1 day back
+//!   (libfaketime), another TZ for pvisor, the recorded host facts edited — the first request
+//!   is still the original one;
 //! - a kill subset: failpoints in the replay, at the rebuild and during the continuation,
 //!   and random SIGKILLs, resumed (a continuation 3 days later) to the uninterrupted run's
 //!   outcome and workspace — an adapter that cannot resume its agent's own session starts
@@ -21,7 +23,12 @@
 //! - a damaged record is a trajectory error naming its line; a well-formed record with a
 //!   field of the wrong type is one naming its line and field.
 //!
-//! Adding an adapter: one line in [`ADAPTERS`] and its fixtures module (docs/adding-an-agent.md).
+//! Each check is one trial per adapter (`<adapter>::<check>`, a libtest-mimic harness). The primary sessions are
+//! each adapter's genuine ones (recorded by the real CLI on another machine and day).
+//! `PVISOR_CONFORMANCE_FULL=1` runs the whole matrix on every fixture.
+//!
+//! Adding an adapter: one line in [`ADAPTERS`] and its fixtures module
+//! (docs/adding-an-agent.md).
 
 #[path = "support/claude.rs"]
 mod claude;
@@ -70,24 +77,105 @@ const ADAPTERS: &[(&str, Fixtures)] = &[
     ("openhands", openhands_sdk::fixtures),
 ];
 
-/// Every adapter's fixtures (`PVISOR_CONFORMANCE_AGENT=<name>` keeps one adapter's, for
-/// work on that adapter; CI runs them all).
-fn fixtures() -> Vec<Fixture> {
-    let only = std::env::var("PVISOR_CONFORMANCE_AGENT").ok();
-    if let Some(o) = &only {
-        assert!(
-            ADAPTERS.iter().any(|(n, _)| n == o),
-            "PVISOR_CONFORMANCE_AGENT={o} names no adapter of the kit"
-        );
-    }
-    ADAPTERS
+/// The fixtures of one adapter of [`ADAPTERS`].
+fn fixtures(agent: &str) -> Vec<Fixture> {
+    let (_, f) = ADAPTERS
         .iter()
-        .filter(|(n, _)| only.as_deref().is_none_or(|o| o == *n))
-        .flat_map(|(_, f)| f())
-        .collect()
+        .find(|(n, _)| *n == agent)
+        .expect("an adapter of the kit");
+    f()
 }
 
-#[test]
+/// `PVISOR_CONFORMANCE_FULL=1`: the whole matrix — the continuation at every boundary of
+/// every fixture, the drift matrix on every fixture, every kind of random kill and every
+/// failpoint on every session of the kill subset (with `PVISOR_KILL_FULL=1` semantics).
+fn full_matrix() -> bool {
+    std::env::var("PVISOR_CONFORMANCE_FULL").is_ok_and(|v| v == "1")
+}
+
+/// Whether `f` is one of its adapter's primary sessions: the genuine ones (recorded by the
+/// real CLI on another machine and day), or the first fixture when the adapter has none.
+fn primary(f: &Fixture, all: &[Fixture]) -> bool {
+    if all.iter().any(|g| g.name.contains("/genuine")) {
+        f.name.contains("/genuine")
+    } else {
+        all.first().is_some_and(|g| g.name == f.name)
+    }
+}
+
+/// A check of the kit, run on one adapter's fixtures.
+type Check = fn(&str);
+
+/// Every check, the longest first (the harness starts trials in order).
+const CHECKS: &[(&str, Check)] = &[
+    (
+        "kill_subset_resumes_to_the_same_result",
+        kill_subset_resumes_to_the_same_result,
+    ),
+    (
+        "continuation_sends_the_original_next_request_at_every_boundary",
+        continuation_sends_the_original_next_request_at_every_boundary,
+    ),
+    (
+        "replay_only_regenerates_the_recorded_observations",
+        replay_only_regenerates_the_recorded_observations,
+    ),
+    (
+        "drift_matrix_another_day_zone_and_host",
+        drift_matrix_another_day_zone_and_host,
+    ),
+    (
+        "prepare_only_runs_nothing_and_touches_nothing",
+        prepare_only_runs_nothing_and_touches_nothing,
+    ),
+    (
+        "parse_and_rebuild_keep_untouched_records_byte_identical",
+        parse_and_rebuild_keep_untouched_records_byte_identical,
+    ),
+    (
+        "the_boundary_is_never_inside_a_batch",
+        the_boundary_is_never_inside_a_batch,
+    ),
+    (
+        "a_damaged_record_is_a_trajectory_error_naming_its_line",
+        a_damaged_record_is_a_trajectory_error_naming_its_line,
+    ),
+    (
+        "a_field_of_the_wrong_type_is_a_trajectory_error_naming_line_and_field",
+        a_field_of_the_wrong_type_is_a_trajectory_error_naming_line_and_field,
+    ),
+];
+
+/// One trial per adapter and check, named `<adapter>::<check>`: `cargo test --test conformance
+/// opencode::` runs one adapter's checks, `… continuation` one check on every adapter.
+/// Most of a trial's time is the agent CLIs' own waits (startup, polling, timers), not CPU,
+/// so four trials run at once by default (`--test-threads N` to change it). Trials start
+/// longest first: the checks in [`CHECKS`] order, adapters in reverse registration order
+/// (the Python agents, registered last, are the slowest).
+fn main() {
+    let mut args = libtest_mimic::Arguments::from_args();
+    args.test_threads.get_or_insert(4);
+    let mut trials = vec![libtest_mimic::Trial::test(
+        "every_registered_adapter_is_in_the_kit",
+        || {
+            every_registered_adapter_is_in_the_kit();
+            Ok(())
+        },
+    )];
+    for (check, run) in CHECKS {
+        for (agent, _) in ADAPTERS.iter().rev() {
+            trials.push(libtest_mimic::Trial::test(
+                format!("{agent}::{check}"),
+                move || {
+                    run(agent);
+                    Ok(())
+                },
+            ));
+        }
+    }
+    libtest_mimic::run(&args, trials).exit();
+}
+
 fn every_registered_adapter_is_in_the_kit() {
     let registered: Vec<&str> = pvisor::adapters::AGENTS.iter().map(|a| a.name).collect();
     let kit: Vec<&str> = ADAPTERS.iter().map(|(n, _)| *n).collect();
@@ -108,9 +196,8 @@ fn prepared_artifact(r: &Value) -> std::path::PathBuf {
         .expect("a prepared session artifact")
 }
 
-#[test]
-fn parse_and_rebuild_keep_untouched_records_byte_identical() {
-    for f in fixtures() {
+fn parse_and_rebuild_keep_untouched_records_byte_identical(agent: &str) {
+    for f in fixtures(agent) {
         let plan = f.plan();
         let n = plan.max_boundary();
         let case = f.case();
@@ -140,9 +227,8 @@ fn parse_and_rebuild_keep_untouched_records_byte_identical() {
     }
 }
 
-#[test]
-fn the_boundary_is_never_inside_a_batch() {
-    for f in fixtures() {
+fn the_boundary_is_never_inside_a_batch(agent: &str) {
+    for f in fixtures(agent) {
         let plan = f.plan();
         let max = plan.max_boundary();
         assert!(max >= 1, "{}", f.name);
@@ -164,9 +250,8 @@ fn the_boundary_is_never_inside_a_batch() {
     }
 }
 
-#[test]
-fn prepare_only_runs_nothing_and_touches_nothing() {
-    for f in fixtures() {
+fn prepare_only_runs_nothing_and_touches_nothing(agent: &str) {
+    for f in fixtures(agent) {
         for n in 1..=f.plan().max_boundary() {
             let case = f.case();
             let ws = case.fresh().join(f.original_cwd.file_name().unwrap());
@@ -187,9 +272,8 @@ fn prepare_only_runs_nothing_and_touches_nothing() {
     }
 }
 
-#[test]
-fn replay_only_regenerates_the_recorded_observations() {
-    for f in fixtures() {
+fn replay_only_regenerates_the_recorded_observations(agent: &str) {
+    for f in fixtures(agent) {
         let plan = f.plan();
         for n in 1..=plan.max_boundary() {
             let case = f.case();
@@ -296,13 +380,18 @@ fn at(v: &Value, path: &str) -> String {
     s.chars().take(400).collect()
 }
 
-#[test]
-fn continuation_sends_the_original_next_request_at_every_boundary() {
-    for f in fixtures() {
+/// Every boundary of the [`primary`] sessions; the first and last of the other fixtures
+/// (recorded to cover tools, whose every boundary `--replay-only` and `--prepare-only` run);
+/// `PVISOR_CONFORMANCE_FULL=1`: every boundary of every fixture.
+fn continuation_sends_the_original_next_request_at_every_boundary(agent: &str) {
+    let all = fixtures(agent);
+    for f in &all {
         let plan = f.plan();
-        for n in 1..=plan.max_boundary() {
+        let max = plan.max_boundary();
+        let every = full_matrix() || primary(f, &all);
+        for n in (1..=max).filter(|n| every || *n == 1 || *n == max) {
             let case = f.case();
-            let r = continue_and_check(&f, &case, "c", n, None);
+            let r = continue_and_check(f, &case, "c", n, None);
             assert_eq!(
                 refold(&case.state("c")),
                 r,
@@ -328,20 +417,27 @@ fn continuation_sends_the_original_next_request_at_every_boundary() {
     }
 }
 
-#[test]
-fn drift_matrix_another_day_zone_and_host() {
-    for f in fixtures() {
+/// On each adapter's [`primary`] sessions: the drift surface is how the adapter handles the
+/// agent's environment for a version, the same for every session of that version
+/// (`PVISOR_CONFORMANCE_FULL=1`: every fixture).
+fn drift_matrix_another_day_zone_and_host(agent: &str) {
+    let all = fixtures(agent);
+    let chosen: Vec<bool> = all
+        .iter()
+        .map(|f| full_matrix() || primary(f, &all))
+        .collect();
+    for (f, _) in all.iter().zip(chosen).filter(|(_, c)| *c) {
         let n = f.plan().max_boundary().div_ceil(2);
         // (b) the agent 3 days ahead, 1 day back.
         for ft in ["+3d", "-1d"] {
             let mut case = f.case();
             case.set_faketime(Some(ft));
-            continue_and_check(&f, &case, &format!("ft{ft}"), n, None);
+            continue_and_check(f, &case, &format!("ft{ft}"), n, None);
         }
         // (c) another zone for pvisor.
         let mut case = f.case();
         case.env.push(("TZ".into(), "Pacific/Kiritimati".into()));
-        continue_and_check(&f, &case, "tz", n, None);
+        continue_and_check(f, &case, "tz", n, None);
         // (d) the recorded host facts edited to values that surely differ from this host's.
         for (label, edit) in &f.host_fact_edits {
             let case = f.case();
@@ -354,7 +450,7 @@ fn drift_matrix_another_day_zone_and_host() {
                 f.name
             );
             std::fs::write(&edited, changed).unwrap();
-            continue_and_check(&f, &case, "edited", n, Some(&edited));
+            continue_and_check(f, &case, "edited", n, Some(&edited));
             let audit = std::process::Command::new(env!("CARGO_BIN_EXE_pvisor"))
                 .args(["journal", "audit"])
                 .arg(case.state("edited"))
@@ -385,16 +481,19 @@ fn seq_of(case: &ns::Case, id: &str, mut pred: impl FnMut(&journal_format::Event
     seq.expect("the event is in the uninterrupted run")
 }
 
-#[test]
-fn kill_subset_resumes_to_the_same_result() {
+fn kill_subset_resumes_to_the_same_result(agent: &str) {
     use journal_format::event::SessionRole;
     use journal_format::Event;
-    let full = std::env::var_os("PVISOR_KILL_FULL").is_some();
-    for (fi, f) in fixtures()
-        .into_iter()
+    let full = std::env::var_os("PVISOR_KILL_FULL").is_some() || full_matrix();
+    // The sessions of the subset, numbered across every adapter (the number picks the
+    // failpoints a session runs, below).
+    let subset = ADAPTERS
+        .iter()
+        .flat_map(|(_, f)| f())
         .filter(|f| f.name.ends_with("/five-step") || f.name.contains("/genuine"))
         .enumerate()
-    {
+        .filter(|(_, f)| f.agent == agent);
+    for (fi, f) in subset {
         let agent = *pvisor::adapters::registry().get(f.agent).unwrap();
         let plan = f.plan();
         let n = plan.max_boundary().div_ceil(2);
@@ -409,49 +508,58 @@ fn kill_subset_resumes_to_the_same_result() {
             trajectory: None,
             extra: &cont,
         };
-        random_kills(&f, &run, &whole, &whole_case, took);
+        // One kind of random kill per session, a different one for each session in turn
+        // (every kind over three sessions); a full campaign runs all three on every session.
+        let kind = |k: usize| full || k == fi % 3;
+        if kind(0) {
+            random_kills(&f, &run, &whole, &whole_case, took);
+        }
         // A --replay-only run, killed and resumed as such.
-        let only_case = f.case();
-        let replay_only = |_: &ns::Case| vec!["--replay-only".to_string()];
-        let run = KillRun {
-            label: "replay-only",
-            n,
-            trajectory: None,
-            extra: &replay_only,
-        };
-        let started = std::time::Instant::now();
-        let only = f
-            .replay(&only_case, "whole", n, None, &replay_only(&only_case))
-            .ok(&format!("{} replay-only", f.name))
-            .clone();
-        assert_eq!(only["phase"], "replayed", "{}: {only}", f.name);
-        random_kills(&f, &run, &only, &only_case, started.elapsed());
+        if kind(1) {
+            let only_case = f.case();
+            let replay_only = |_: &ns::Case| vec!["--replay-only".to_string()];
+            let run = KillRun {
+                label: "replay-only",
+                n,
+                trajectory: None,
+                extra: &replay_only,
+            };
+            let started = std::time::Instant::now();
+            let only = f
+                .replay(&only_case, "whole", n, None, &replay_only(&only_case))
+                .ok(&format!("{} replay-only", f.name))
+                .clone();
+            assert_eq!(only["phase"], "replayed", "{}: {only}", f.name);
+            random_kills(&f, &run, &only, &only_case, started.elapsed());
+        }
         // A continuation of a trajectory whose recorded observation was edited: the
         // regenerated one differs, is stored with its diff and goes into the rebuilt session.
-        let edited_case = f.case();
-        let edited = edited_case.root.path().join("edited-trajectory");
-        std::fs::write(&edited, edit_an_observation(&f, &plan, n)).unwrap();
-        let run = KillRun {
-            label: "edited observation",
-            n,
-            trajectory: Some(&edited),
-            extra: &cont,
-        };
-        let started = std::time::Instant::now();
-        let whole_edited = f
-            .replay(&edited_case, "whole", n, Some(&edited), &cont(&edited_case))
-            .ok(&format!("{} edited observation", f.name))
-            .clone();
-        assert_eq!(whole_edited["phase"], "continued", "{}", f.name);
-        assert!(
-            whole_edited["metadata"]["observations"]["different"]
-                .as_u64()
-                .unwrap()
-                >= 1,
-            "{}: the edited observation differs from the regenerated one: {whole_edited}",
-            f.name
-        );
-        random_kills(&f, &run, &whole_edited, &edited_case, started.elapsed());
+        if kind(2) {
+            let edited_case = f.case();
+            let edited = edited_case.root.path().join("edited-trajectory");
+            std::fs::write(&edited, edit_an_observation(&f, &plan, n)).unwrap();
+            let run = KillRun {
+                label: "edited observation",
+                n,
+                trajectory: Some(&edited),
+                extra: &cont,
+            };
+            let started = std::time::Instant::now();
+            let whole_edited = f
+                .replay(&edited_case, "whole", n, Some(&edited), &cont(&edited_case))
+                .ok(&format!("{} edited observation", f.name))
+                .clone();
+            assert_eq!(whole_edited["phase"], "continued", "{}", f.name);
+            assert!(
+                whole_edited["metadata"]["observations"]["different"]
+                    .as_u64()
+                    .unwrap()
+                    >= 1,
+                "{}: the edited observation differs from the regenerated one: {whole_edited}",
+                f.name
+            );
+            random_kills(&f, &run, &whole_edited, &edited_case, started.elapsed());
+        }
         let work = |case: &ns::Case| case.fresh().join(f.original_cwd.file_name().unwrap());
         let want = contents(&work(&whole_case));
         let nth_step = |k: usize| {
@@ -487,9 +595,9 @@ fn kill_subset_resumes_to_the_same_result() {
         ];
         let live_from = points[2].1;
         let exited = points[4].1;
-        // The suite runs two of the five failpoints per fixture, a different pair for each
-        // fixture in turn (all five over five fixtures); PVISOR_KILL_FULL runs every one.
-        let chosen = |i: usize| full || i == fi % 5 || i == (fi + 2) % 5;
+        // The suite runs one of the five failpoints per session, a different one for each
+        // session in turn (all five over five sessions); PVISOR_KILL_FULL runs every one.
+        let chosen = |i: usize| full || i == fi % 5;
         for (what, seq) in points
             .into_iter()
             .enumerate()
@@ -738,9 +846,8 @@ fn kill_after(case: &ns::Case, f: &Fixture, args: &[String], at: std::time::Dura
     !ended
 }
 
-#[test]
-fn a_damaged_record_is_a_trajectory_error_naming_its_line() {
-    for f in fixtures() {
+fn a_damaged_record_is_a_trajectory_error_naming_its_line(agent: &str) {
+    for f in fixtures(agent) {
         let text = f.input_text();
         let mut lines: Vec<&str> = text.lines().collect();
         lines[2] = "{\"type\": broken";
@@ -755,9 +862,8 @@ fn a_damaged_record_is_a_trajectory_error_naming_its_line() {
     }
 }
 
-#[test]
-fn a_field_of_the_wrong_type_is_a_trajectory_error_naming_line_and_field() {
-    for f in fixtures() {
+fn a_field_of_the_wrong_type_is_a_trajectory_error_naming_line_and_field(agent: &str) {
+    for f in fixtures(agent) {
         let (edit, field) = f.field_damage;
         let text = f.input_text();
         let damaged = edit(&text);
