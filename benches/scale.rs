@@ -84,6 +84,8 @@ fn synthetic_rollout(path: &Path, batches: usize, cwd: &Path) -> u64 {
 /// One run of `exe` with `args`: its wall time and peak resident set (bytes).
 fn measure(exe: &str, args: &[String], home: &Path) -> (Duration, u64) {
     let t = Instant::now();
+    // Reaped below with wait4, which also gives its peak memory.
+    #[allow(clippy::zombie_processes)]
     let child = std::process::Command::new(exe)
         .args(args)
         .env("HOME", home)
