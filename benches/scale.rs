@@ -170,6 +170,38 @@ fn compare(
         .collect()
 }
 
+/// The arguments both tools take: a Codex rollout replayed through batch `n` with the mode
+/// flags `mode`, in the workspace `work`, with state and output under `d`.
+fn replay_args(
+    file: &Path,
+    n: usize,
+    mode: &[&str],
+    work: &Path,
+    d: &Path,
+    run_id: &str,
+) -> Vec<String> {
+    let mut a: Vec<String> = vec![
+        "--agent".into(),
+        "codex".into(),
+        "--trajectory".into(),
+        file.display().to_string(),
+        "--after-step".into(),
+        n.to_string(),
+    ];
+    a.extend(mode.iter().map(|m| m.to_string()));
+    for (flag, path) in [
+        ("--workspace", work.to_path_buf()),
+        ("--state-dir", d.join("state")),
+        ("--output-dir", d.join("out")),
+    ] {
+        a.push(flag.into());
+        a.push(path.display().to_string());
+    }
+    a.push("--run-id".into());
+    a.push(run_id.into());
+    a
+}
+
 fn mib(b: u64) -> f64 {
     b as f64 / (1024.0 * 1024.0)
 }
@@ -220,24 +252,15 @@ fn main() {
         let file = case.join("rollout.jsonl");
         let bytes = synthetic_rollout(&file, n, &work);
         let runs = if n > 200_000 { 1 } else { runs_default };
-        let args = |d: &Path, k: usize| -> Vec<String> {
-            vec![
-                "--agent".into(),
-                "codex".into(),
-                "--trajectory".into(),
-                file.display().to_string(),
-                "--after-step".into(),
-                n.to_string(),
-                "--prepare-only".into(),
-                "--workspace".into(),
-                work.display().to_string(),
-                "--state-dir".into(),
-                d.join("state").display().to_string(),
-                "--output-dir".into(),
-                d.join("out").display().to_string(),
-                "--run-id".into(),
-                format!("scale-{n}-{k}"),
-            ]
+        let args = |d: &Path, k: usize| {
+            replay_args(
+                &file,
+                n,
+                &["--prepare-only"],
+                &work,
+                d,
+                &format!("scale-{n}-{k}"),
+            )
         };
         let mut sides = compare(runs, &tools, &args, &case).into_iter();
         let (ours, theirs) = (sides.next().unwrap(), sides.next());
@@ -278,27 +301,10 @@ fn main() {
         std::fs::create_dir_all(&case).unwrap();
         let file = case.join("rollout.jsonl");
         synthetic_rollout(&file, n, &work);
-        let args = |d: &Path, k: usize| -> Vec<String> {
-            vec![
-                "--agent".into(),
-                "codex".into(),
-                "--trajectory".into(),
-                file.display().to_string(),
-                "--after-step".into(),
-                n.to_string(),
-                "--replay-only".into(),
-                "--agent-entrypoint".into(),
-                codex.display().to_string(),
-                "--workspace".into(),
-                work.display().to_string(),
-                "--state-dir".into(),
-                d.join("state").display().to_string(),
-                "--output-dir".into(),
-                d.join("out").display().to_string(),
-                "--run-id".into(),
-                format!("replay-{n}-{k}"),
-            ]
-        };
+        let entry = codex.display().to_string();
+        let mode = ["--replay-only", "--agent-entrypoint", &entry];
+        let args =
+            |d: &Path, k: usize| replay_args(&file, n, &mode, &work, d, &format!("replay-{n}-{k}"));
         let mut sides = compare(runs_default, &tools, &args, &case).into_iter();
         let (ours, theirs) = (sides.next().unwrap(), sides.next());
         let mut line = format!(
