@@ -93,14 +93,20 @@ fn full_matrix() -> bool {
     std::env::var("PVISOR_CONFORMANCE_FULL").is_ok_and(|v| v == "1")
 }
 
-/// Whether `f` is one of its adapter's primary sessions: the genuine ones (recorded by the
-/// real CLI on another machine and day), or the first fixture when the adapter has none.
-fn primary(f: &Fixture, all: &[Fixture]) -> bool {
-    if all.iter().any(|g| g.name.contains("/genuine")) {
-        f.name.contains("/genuine")
-    } else {
-        all.first().is_some_and(|g| g.name == f.name)
-    }
+/// An adapter's fixtures, each marked whether it is one of the adapter's primary sessions:
+/// the genuine ones (recorded by the real CLI on another machine and day), or the first
+/// fixture when the adapter has none. They are continued at every boundary, run the drift
+/// matrix and form the kill subset.
+fn marked_primary(all: Vec<Fixture>) -> Vec<(Fixture, bool)> {
+    let genuine = |f: &Fixture| f.name.contains("/genuine");
+    let any = all.iter().any(genuine);
+    all.into_iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let primary = if any { genuine(&f) } else { i == 0 };
+            (f, primary)
+        })
+        .collect()
 }
 
 /// A check of the kit, run on one adapter's fixtures.
@@ -380,18 +386,17 @@ fn at(v: &Value, path: &str) -> String {
     s.chars().take(400).collect()
 }
 
-/// Every boundary of the [`primary`] sessions; the first and last of the other fixtures
+/// Every boundary of the primary sessions ([`marked_primary`]); the first and last of the other fixtures
 /// (recorded to cover tools, whose every boundary `--replay-only` and `--prepare-only` run);
 /// `PVISOR_CONFORMANCE_FULL=1`: every boundary of every fixture.
 fn continuation_sends_the_original_next_request_at_every_boundary(agent: &str) {
-    let all = fixtures(agent);
-    for f in &all {
+    for (f, primary) in marked_primary(fixtures(agent)) {
         let plan = f.plan();
         let max = plan.max_boundary();
-        let every = full_matrix() || primary(f, &all);
+        let every = full_matrix() || primary;
         for n in (1..=max).filter(|n| every || *n == 1 || *n == max) {
             let case = f.case();
-            let r = continue_and_check(f, &case, "c", n, None);
+            let r = continue_and_check(&f, &case, "c", n, None);
             assert_eq!(
                 refold(&case.state("c")),
                 r,
@@ -417,27 +422,25 @@ fn continuation_sends_the_original_next_request_at_every_boundary(agent: &str) {
     }
 }
 
-/// On each adapter's [`primary`] sessions: the drift surface is how the adapter handles the
+/// On each adapter's primary sessions ([`marked_primary`]): the drift surface is how the adapter handles the
 /// agent's environment for a version, the same for every session of that version
 /// (`PVISOR_CONFORMANCE_FULL=1`: every fixture).
 fn drift_matrix_another_day_zone_and_host(agent: &str) {
-    let all = fixtures(agent);
-    let chosen: Vec<bool> = all
-        .iter()
-        .map(|f| full_matrix() || primary(f, &all))
-        .collect();
-    for (f, _) in all.iter().zip(chosen).filter(|(_, c)| *c) {
+    for (f, primary) in marked_primary(fixtures(agent)) {
+        if !(primary || full_matrix()) {
+            continue;
+        }
         let n = f.plan().max_boundary().div_ceil(2);
         // (b) the agent 3 days ahead, 1 day back.
         for ft in ["+3d", "-1d"] {
             let mut case = f.case();
             case.set_faketime(Some(ft));
-            continue_and_check(f, &case, &format!("ft{ft}"), n, None);
+            continue_and_check(&f, &case, &format!("ft{ft}"), n, None);
         }
         // (c) another zone for pvisor.
         let mut case = f.case();
         case.env.push(("TZ".into(), "Pacific/Kiritimati".into()));
-        continue_and_check(f, &case, "tz", n, None);
+        continue_and_check(&f, &case, "tz", n, None);
         // (d) the recorded host facts edited to values that surely differ from this host's.
         for (label, edit) in &f.host_fact_edits {
             let case = f.case();
@@ -450,7 +453,7 @@ fn drift_matrix_another_day_zone_and_host(agent: &str) {
                 f.name
             );
             std::fs::write(&edited, changed).unwrap();
-            continue_and_check(f, &case, "edited", n, Some(&edited));
+            continue_and_check(&f, &case, "edited", n, Some(&edited));
             let audit = std::process::Command::new(env!("CARGO_BIN_EXE_pvisor"))
                 .args(["journal", "audit"])
                 .arg(case.state("edited"))
@@ -484,13 +487,13 @@ fn seq_of(case: &ns::Case, id: &str, mut pred: impl FnMut(&journal_format::Event
 fn kill_subset_resumes_to_the_same_result(agent: &str) {
     use journal_format::event::SessionRole;
     use journal_format::Event;
-    let full = std::env::var_os("PVISOR_KILL_FULL").is_some() || full_matrix();
-    // The sessions of the subset, numbered across every adapter (the number picks the
-    // failpoints a session runs, below).
+    let full = kills::full() || full_matrix();
+    // The subset is every adapter's primary sessions, numbered across adapters (the number
+    // picks the kind of kill and the failpoint a session runs, below).
     let subset = ADAPTERS
         .iter()
-        .flat_map(|(_, f)| f())
-        .filter(|f| f.name.ends_with("/five-step") || f.name.contains("/genuine"))
+        .flat_map(|(_, f)| marked_primary(f()))
+        .filter_map(|(f, primary)| primary.then_some(f))
         .enumerate()
         .filter(|(_, f)| f.agent == agent);
     for (fi, f) in subset {
