@@ -422,13 +422,23 @@ fn kill_anywhere_and_resume() {
         // the non-idempotent Bash of batch 5 (the last prefix call)
         finished_seqs.last().copied().into_iter().collect()
     };
+    // Aborted before `tool_call_finished`, the journal ends at the call's `tool_call_started`:
+    // the events between (the observation's `blob_stored`) wait for the next synced one.
+    let started_before = |k: u64| {
+        h.decoded("base")
+            .iter()
+            .filter(|e| e.seq < k && matches!(e.event, Event::ToolCallStarted(_)))
+            .map(|e| e.seq)
+            .max()
+            .expect("a started call before")
+    };
     let points: Vec<(String, u64)> = ks
         .iter()
         .map(|&k| (format!("after-event:{k}"), k))
         .chain(
             before_ks
                 .iter()
-                .map(|&k| (format!("before-event:{k}"), k - 1)),
+                .map(|&k| (format!("before-event:{k}"), started_before(k))),
         )
         .collect();
     let (mut stops31, mut doubles) = (0, 0);

@@ -592,6 +592,19 @@ pub struct InnerCallFinished {
     pub touched: Vec<String>,
 }
 
+/// (1.6) The content of a small blob, carried by the journal so that it is durable with the
+/// journal's own fdatasync (a new blob file costs a file and a directory sync of its own).
+/// Appended before the first event that names the blob. The blob file is still written, as
+/// the copy readers open; after an operating-system crash it may be missing or incomplete,
+/// and the next attempt of the run writes it again from this event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlobStored {
+    /// The blob's name: the BLAKE3 hex of `bytes`.
+    pub blob: String,
+    #[serde(with = "serde_bytes")]
+    pub bytes: Vec<u8>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Resumed {
     /// The sequence number of the last event before this resumption.
@@ -682,6 +695,7 @@ const fn kind_name(kind: u16) -> &'static str {
         20 => "workspace_checkpointed",
         21 => "workspace_restored",
         22 => "inner_call_finished",
+        23 => "blob_stored",
         _ => "unknown",
     }
 }
@@ -709,4 +723,5 @@ events! {
     20 => WorkspaceCheckpointed(WorkspaceCheckpointed),
     21 => WorkspaceRestored(WorkspaceRestored),
     22 => InnerCallFinished(InnerCallFinished),
+    23 => BlobStored(BlobStored),
 }

@@ -41,7 +41,7 @@ pub use record::{ChainHash, RecordFrame};
 pub const FORMAT_MAJOR: u16 = 1;
 /// Current format minor version. Writers refuse to append to a file whose minor is greater
 /// (an older writer would drop data a newer one relies on).
-pub const FORMAT_MINOR: u16 = 5;
+pub const FORMAT_MINOR: u16 = 6;
 
 /// Hard cap on a record payload. Checked before any allocation.
 pub const MAX_PAYLOAD: u32 = 16 * 1024 * 1024;

@@ -261,6 +261,10 @@ fn build(kind: u16, s: &[String], n: &[u64], b: &[bool]) -> Event {
             duration_ms: nu(3),
             touched: if bo(1) { vec![st(3)] } else { vec![] },
         }),
+        23 => Event::BlobStored(BlobStored {
+            blob: st(0),
+            bytes: st(1).into_bytes(),
+        }),
         k => Event::Unknown {
             kind: k,
             payload: st(0).into_bytes(),
@@ -271,7 +275,7 @@ fn build(kind: u16, s: &[String], n: &[u64], b: &[bool]) -> Event {
 #[test]
 fn kinds_are_dense_and_named() {
     let kinds: Vec<u16> = KINDS.iter().map(|(k, _)| *k).collect();
-    assert_eq!(kinds, (1..=22).collect::<Vec<_>>());
+    assert_eq!(kinds, (1..=23).collect::<Vec<_>>());
     for (k, name) in KINDS {
         assert_ne!(*name, "unknown", "kind {k} has no name");
         let e = build(*k, &["x".into()], &[1], &[true]);
@@ -283,8 +287,8 @@ fn kinds_are_dense_and_named() {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(400))]
     #[test]
-    fn every_event_kind_round_trips(kind in 1u16..=24, s in prop::collection::vec(".{0,40}", 1..14), n in prop::collection::vec(any::<u64>(), 1..6), b in prop::collection::vec(any::<bool>(), 1..14), at in any::<u64>(), id in any::<[u8; 16]>()) {
-        let events = vec![build(kind, &s, &n, &b), build(kind % 22 + 1, &s, &n, &b)];
+    fn every_event_kind_round_trips(kind in 1u16..=25, s in prop::collection::vec(".{0,40}", 1..14), n in prop::collection::vec(any::<u64>(), 1..6), b in prop::collection::vec(any::<bool>(), 1..14), at in any::<u64>(), id in any::<[u8; 16]>()) {
+        let events = vec![build(kind, &s, &n, &b), build(kind % 23 + 1, &s, &n, &b)];
         let header = FileHeader::new(JournalId(id), at);
         let mut bytes = header.encode().to_vec();
         let mut enc = Encoder::new(&header);

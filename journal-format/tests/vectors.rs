@@ -479,6 +479,24 @@ pub fn v1_5_events() -> Vec<Event> {
     evs
 }
 
+/// Format 1.6: the first call's observation is carried by the journal (`blob_stored`, right
+/// before the `tool_call_finished` that names it).
+pub fn v1_6_events() -> Vec<Event> {
+    let mut evs = complete_events();
+    let at = evs
+        .iter()
+        .position(|e| matches!(e, Event::ToolCallFinished(_)))
+        .expect("a finished call");
+    let Event::ToolCallFinished(f) = &mut evs[at] else {
+        unreachable!()
+    };
+    let bytes = br#"{"text":"a.txt\n","is_error":false}"#.to_vec();
+    f.observation_blob = blake3::hash(&bytes).to_hex().to_string();
+    let blob = f.observation_blob.clone();
+    evs.insert(at, Event::BlobStored(BlobStored { blob, bytes }));
+    evs
+}
+
 fn vectors() -> Vec<(&'static str, Vec<u8>)> {
     let complete = encode(&header(), &complete_events());
     let offs = offsets(&complete);
@@ -520,6 +538,9 @@ fn vectors() -> Vec<(&'static str, Vec<u8>)> {
     let mut h15 = header();
     h15.minor = 5;
     let v15 = encode(&h15, &v1_5_events());
+    let mut h16 = header();
+    h16.minor = 6;
+    let v16 = encode(&h16, &v1_6_events());
     vec![
         ("complete", complete),
         ("torn-tail", torn),
@@ -531,6 +552,7 @@ fn vectors() -> Vec<(&'static str, Vec<u8>)> {
         ("complete-1.3", v13),
         ("complete-1.4", v14),
         ("complete-1.5", v15),
+        ("complete-1.6", v16),
     ]
 }
 
@@ -688,4 +710,47 @@ fn the_1_5_vector_decodes_back_and_older_events_encode_as_before() {
         n += 1;
     }
     assert_eq!(n + 2, got.len());
+}
+
+#[test]
+fn the_1_6_vector_decodes_back_and_older_events_encode_as_before() {
+    let bytes = std::fs::read(dir().join("complete-1.6.pvj")).unwrap();
+    let mut rr = RecordReader::open(&bytes[..]).unwrap();
+    assert_eq!(rr.header().minor, 6);
+    let mut got = vec![];
+    while let Some(r) = rr.next_record().unwrap() {
+        got.push(Event::decode(r.kind, r.payload()).unwrap());
+    }
+    assert_eq!(got, v1_6_events());
+    let held: Vec<_> = got
+        .iter()
+        .filter_map(|e| match e {
+            Event::BlobStored(b) => Some(b),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(held.len(), 1);
+    assert_eq!(
+        got.iter().find(|e| e.kind() == 23).unwrap().name(),
+        "blob_stored"
+    );
+    // The content is kept byte for byte (msgpack bin, not an array of numbers) and names
+    // itself.
+    assert_eq!(
+        held[0].blob,
+        blake3::hash(&held[0].bytes).to_hex().to_string()
+    );
+    let payload = Event::BlobStored(held[0].clone()).encode_payload();
+    assert!(payload
+        .windows(held[0].bytes.len())
+        .any(|w| w == held[0].bytes));
+    // The 1.5 events are a subset: none of them changed its encoding.
+    let old = std::fs::read(dir().join("complete.pvj")).unwrap();
+    let mut rr = RecordReader::open(&old[..]).unwrap();
+    let mut n = 0;
+    while let Some(r) = rr.next_record().unwrap() {
+        assert_ne!(r.kind, 23);
+        n += 1;
+    }
+    assert_eq!(n + 1, got.len());
 }

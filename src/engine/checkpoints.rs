@@ -50,7 +50,7 @@ impl Checkpoints {
         }
         match self.cp.take(&rec.blobs) {
             Ok(t) => {
-                rec.record(Event::WorkspaceCheckpointed(WorkspaceCheckpointed {
+                rec.record_deferred(Event::WorkspaceCheckpointed(WorkspaceCheckpointed {
                     batch,
                     call,
                     manifest_blob: t.manifest_blob,

@@ -155,6 +155,12 @@ pub fn run(start: Start, registry: &Registry) -> Outcome {
     // A journal holding no run request yet (new, or recovered from a creation that was
     // interrupted inside its header) starts the run afresh: nothing to resume.
     if rec.state.phase != fold::Phase::Empty && !rec.state.phase.is_terminal() {
+        // Blob files whose content the journal carries are written again where an
+        // operating-system crash lost the unsynced copy, before anything reads them.
+        if let Err(e) = recorder::restore_held_blobs(&events, &rec.blobs) {
+            return early(&e, Some(&req));
+        }
+        drop(events);
         // Nothing is re-executed on a workspace that no longer holds what the completed
         // batches left: refused (not journaled, so the run stays resumable once restored).
         if let Err(paths) = perform::check_workspace(&rec.state, &rec.blobs, &req.workspace) {
@@ -296,7 +302,7 @@ fn drive(
             }
             Step::StartBatch(k) => {
                 let n = plan.as_ref().unwrap().batches[k as usize - 1].calls.len() as u64;
-                rec.record(Event::BatchStarted(BatchStarted { batch: k, calls: n }))?;
+                rec.record_deferred(Event::BatchStarted(BatchStarted { batch: k, calls: n }))?;
             }
             Step::ResolveInDoubt(k, i) => {
                 let c = rec.state.calls[&(k, i)].clone();

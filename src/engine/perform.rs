@@ -470,7 +470,7 @@ pub fn run_call(
     };
     let blob_bytes = serde_json::to_vec(&obs).map_err(|e| RunError::Internal(e.to_string()))?;
     let blob = rec.blob(&blob_bytes)?;
-    rec.record(Event::ToolCallFinished(ToolCallFinished {
+    rec.record_deferred(Event::ToolCallFinished(ToolCallFinished {
         batch: k,
         call: i,
         call_id: call.call_id.clone(),
@@ -496,7 +496,7 @@ fn record_inner(
     let body = serde_json::json!({"input": inner.input, "result": inner.result});
     let bytes = serde_json::to_vec(&body).map_err(|e| RunError::Internal(e.to_string()))?;
     let blob = rec.blob(&bytes)?;
-    rec.record(Event::InnerCallFinished(InnerCallFinished {
+    rec.record_deferred(Event::InnerCallFinished(InnerCallFinished {
         batch: k,
         call: i,
         seq: inner.seq,
@@ -546,7 +546,7 @@ pub fn compare(
             (Some(digest::blake3(d.as_bytes())), Some(b))
         }
     };
-    rec.record(Event::ObservationCompared(ObservationCompared {
+    rec.record_deferred(Event::ObservationCompared(ObservationCompared {
         batch: k,
         call: i,
         call_id: call.call_id.clone(),
@@ -608,7 +608,7 @@ pub fn finish_batch(rec: &mut Recorder, req: &ReplayRequest, k: u64) -> Result<(
         .collect::<Vec<_>>();
     let (d, listing) = workspace_listing(paths.into_iter(), &req.workspace);
     rec.blob(&listing)?;
-    rec.record(Event::BatchFinished(BatchFinished {
+    rec.record_deferred(Event::BatchFinished(BatchFinished {
         batch: k,
         workspace_digest: d,
     }))?;

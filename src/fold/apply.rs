@@ -52,6 +52,17 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
                 Ok(())
             };
         }
+        Event::BlobStored(b) => {
+            if blake3::hash(&b.bytes).to_hex().as_str() != b.blob {
+                return Err(err(
+                    s,
+                    format!("the content carried for blob {} does not hash to its name", b.blob),
+                ));
+            }
+            s.held_blobs.insert(b.blob.clone());
+            finish(s, se);
+            return Ok(());
+        }
         Event::Unknown { kind, .. } => return Err(err(s, format!("event kind {kind} is unknown to this pvisor (written by a newer version); upgrade to fold it"))),
         _ => {}
     }

@@ -1,7 +1,9 @@
 //! Content-addressed blob store beside the journal: `blobs/<2 hex>/<62 hex>`, named by the
 //! BLAKE3 hash of the content. Written temp → fsync → rename → fsync dir, so a blob name
 //! that exists always holds its full content; an event referring to a blob is appended only
-//! after the blob is durable.
+//! after the blob is durable. A small blob whose content the journal carries (`blob_stored`,
+//! see the engine's recorder) is written without syncs ([`BlobStore::put_copy`]): the
+//! journal is its durable copy, the file the one readers open.
 
 use std::fs;
 use std::io::{self, Write};
@@ -14,6 +16,12 @@ pub struct BlobStore {
 
 /// Write a file atomically and durably.
 pub fn write_atomic(target: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_renamed(target, bytes, true)
+}
+
+/// Write `bytes` to a temporary file beside `target` and rename it into place, so that no
+/// process ever sees a partial `target`; with `durable`, synced first and the directory after.
+fn write_renamed(target: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
     let dir = target.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(dir)?;
     let tmp = dir.join(format!(
@@ -27,10 +35,15 @@ pub fn write_atomic(target: &Path, bytes: &[u8]) -> io::Result<()> {
     {
         let mut f = fs::File::create(&tmp)?;
         f.write_all(bytes)?;
-        f.sync_all()?;
+        if durable {
+            f.sync_all()?;
+        }
     }
     fs::rename(&tmp, target)?;
-    super::backend::sync_dir(dir)
+    if durable {
+        super::backend::sync_dir(dir)?;
+    }
+    Ok(())
 }
 
 impl BlobStore {
@@ -55,6 +68,26 @@ impl BlobStore {
         }
         write_atomic(&p, bytes)?;
         Ok(hash)
+    }
+    /// Store bytes whose durable copy is elsewhere (the journal): renamed into place but not
+    /// synced. Returns the BLAKE3 hex name.
+    pub fn put_copy(&self, bytes: &[u8]) -> io::Result<String> {
+        let hash = blake3::hash(bytes).to_hex().to_string();
+        let p = self.path_of(&hash);
+        if !p.is_file() {
+            write_renamed(&p, bytes, false)?;
+        }
+        Ok(hash)
+    }
+    /// Make the file of blob `hash` hold `bytes` again, durably, unless it already does (the
+    /// journal carried them; an operating-system crash lost or truncated the unsynced copy).
+    /// Returns whether it was written.
+    pub fn restore_copy(&self, hash: &str, bytes: &[u8]) -> io::Result<bool> {
+        if self.get_verified(hash).is_ok() {
+            return Ok(false);
+        }
+        write_atomic(&self.path_of(hash), bytes)?;
+        Ok(true)
     }
     pub fn get(&self, hash: &str) -> io::Result<Vec<u8>> {
         fs::read(self.path_of(hash))

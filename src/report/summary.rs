@@ -49,6 +49,7 @@ pub fn summary(e: &Event) -> String {
             c.call_id,
             short(&c.args_digest)
         ),
+        Event::BlobStored(b) => format!("blob {} ({} bytes)", short(&b.blob), b.bytes.len()),
         Event::InnerCallFinished(f) => format!(
             "batch {} call {} inner #{} {} {} {}ms",
             f.batch,
