@@ -125,6 +125,7 @@ fn env_list(name: &str, default: &[usize]) -> Vec<usize> {
     match std::env::var(name) {
         Ok(s) => s
             .split(',')
+            .filter(|x| !x.trim().is_empty())
             .map(|x| x.trim().replace('_', "").parse().expect(name))
             .collect(),
         Err(_) => default.to_vec(),

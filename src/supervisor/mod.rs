@@ -2,7 +2,7 @@
 //! in-memory capture, a full log on disk, and cleanup of every background descendant.
 //!
 //! Guarantees of [`run`]:
-//! - the command is the leader of a new process group (`process_group(0)`), so the whole
+//! - the command is the leader of a new process group ([`spawn::spawn_leader`]), so the whole
 //!   tree can be signalled at once;
 //! - on timeout the whole group gets SIGKILL;
 //! - when the command itself exits, anything it left running in its group (`sleep 100 &`)
@@ -18,14 +18,14 @@
 
 pub mod groups;
 pub mod session;
+pub mod spawn;
 
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+
 use std::time::{Duration, Instant};
 
 /// How long output is still drained after the command exited and its group was killed
@@ -251,34 +251,33 @@ pub fn run(spec: &CommandSpec) -> io::Result<CommandOutcome> {
     };
 
     let (out_r, out_w) = pipe()?;
-    let (err_pair, stderr_stdio) = if spec.merge_stderr {
-        (None, Stdio::from(out_w.try_clone()?))
+    let (err_pair, err_w) = if spec.merge_stderr {
+        (None, out_w.try_clone()?)
     } else {
         let (r, w) = pipe()?;
-        (Some(r), Stdio::from(w))
+        (Some(r), w)
     };
-
-    let mut cmd = Command::new(&spec.program);
-    cmd.args(&spec.args)
-        .current_dir(&spec.cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(out_w))
-        .stderr(stderr_stdio)
-        .process_group(0);
-    for k in &spec.env_remove {
-        cmd.env_remove(k);
+    let stdin = File::open("/dev/null")?;
+    let mut set = spec.env.clone();
+    if let Some(dir) = &spec.groups {
+        set.push((groups::MARK_VAR.into(), groups::mark_of(dir).into()));
     }
-    for (k, v) in &spec.env {
-        cmd.env(k, v);
-    }
-    groups::die_with_parent(&mut cmd, spec.groups.as_deref());
     let started = Instant::now();
-    let child = cmd.spawn()?;
-    // The write ends now live only in the child (Command dropped its copies at spawn).
-    drop(cmd);
-    let pid = child.id() as i32;
+    // The leader dies with pvisor (PR_SET_PDEATHSIG) and is started without copying
+    // pvisor's page tables (see `spawn`).
+    let pid = spawn::spawn_leader(&spawn::Leader {
+        program: &spec.program,
+        args: &spec.args,
+        cwd: &spec.cwd,
+        env: spawn::child_env(&spec.env_remove, &set),
+        stdin: stdin.as_raw_fd(),
+        stdout: out_w.as_raw_fd(),
+        stderr: err_w.as_raw_fd(),
+    })?;
+    // The write ends now live only in the child.
+    drop((out_w, err_w, stdin));
     if let Some(d) = &spec.groups {
-        groups::register(d, child.id());
+        groups::register(d, pid as u32);
     }
 
     let mut streams = vec![Stream {
@@ -412,8 +411,11 @@ pub fn run(spec: &CommandSpec) -> io::Result<CommandOutcome> {
     }
 
     // Reap the leader.
-    let mut child = child;
-    let _ = child.wait();
+    let mut status = 0;
+    // SAFETY: waiting for our own child, which nothing else reaps.
+    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0
+        && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted
+    {}
     if let Some(d) = &spec.groups {
         groups::unregister(d, pid as u32);
     }
@@ -522,6 +524,56 @@ mod tests {
         assert_eq!(out.stderr.complete().unwrap(), b"err\n");
         assert!(!out.timed_out);
         assert!(!out.killed_background);
+    }
+
+    /// Started like `Command` starts a child: SIGPIPE back to the default (the Rust runtime
+    /// ignores it in pvisor), no signal blocked, a parent-death signal, the run's
+    /// mark; a program that does not exist is the same error as from `Command::spawn`.
+    #[test]
+    fn the_child_starts_clean() {
+        let d = tempfile::tempdir().unwrap();
+        let mut spec = CommandSpec::new("grep", d.path())
+            .arg("-E")
+            .arg(format!("^(SigIgn|SigBlk|PPid):|{}", groups::MARK_VAR));
+        spec.args.push("/proc/self/status".into());
+        spec.args.push("/proc/self/environ".into());
+        spec.args.push("-a".into());
+        spec.groups = Some(d.path().join("processes"));
+        let out = run(&spec).unwrap();
+        let text = String::from_utf8_lossy(&out.stdout.joined()).to_string();
+        assert_eq!(out.code, Some(0), "{text}");
+        // What pvisor's own parent had ignored stays ignored, as with `Command`.
+        let ours = std::fs::read_to_string("/proc/self/status").unwrap();
+        let ignored = |t: &str| {
+            let hex = t
+                .split("SigIgn:")
+                .nth(1)
+                .unwrap()
+                .split_whitespace()
+                .next()
+                .unwrap();
+            u64::from_str_radix(hex, 16).unwrap()
+        };
+        let sigpipe = 1u64 << (libc::SIGPIPE - 1);
+        assert_ne!(
+            ignored(&ours) & sigpipe,
+            0,
+            "the Rust runtime ignores SIGPIPE"
+        );
+        assert_eq!(ignored(&text), ignored(&ours) & !sigpipe, "{text}");
+        assert!(text.contains("SigBlk:\t0000000000000000"), "{text}");
+        assert!(
+            text.contains(&format!("PPid:\t{}", std::process::id())),
+            "{text}"
+        );
+        assert!(
+            text.contains(&groups::mark_of(spec.groups.as_ref().unwrap())),
+            "{text}"
+        );
+        let e = run(&CommandSpec::new("no-such-program-here", d.path())).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
+        let e = run(&CommandSpec::new(d.path(), d.path())).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EACCES), "{e}");
     }
 
     #[test]
