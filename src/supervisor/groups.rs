@@ -1,7 +1,7 @@
 //! No orphans: every process group a run starts (tool commands, shell sessions, companion
 //! runners, the agent CLI) is listed in the run's state dir while it runs
 //! (`<state>/processes/<pgid>`, holding the leader's start time), and its leader dies with
-//! pvisor ([`die_with_parent`]: `PR_SET_PDEATHSIG`). Every such process also carries the run's
+//! pvisor (`PR_SET_PDEATHSIG`: [`die_with_parent`], or [`super::spawn`] for tool commands). Every such process also carries the run's
 //! mark in its environment ([`MARK_VAR`]), which its descendants inherit even when they leave
 //! the group and the session (Claude Code starts each Bash command with `setsid`). What a
 //! killed pvisor cannot end itself — the rest of a group whose leader died with it

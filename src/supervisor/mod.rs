@@ -257,25 +257,12 @@ pub fn run(spec: &CommandSpec) -> io::Result<CommandOutcome> {
         let (r, w) = pipe()?;
         (Some(r), w)
     };
-    let stdin = File::open("/dev/null")?;
-    let mut set = spec.env.clone();
-    if let Some(dir) = &spec.groups {
-        set.push((groups::MARK_VAR.into(), groups::mark_of(dir).into()));
-    }
     let started = Instant::now();
     // The leader dies with pvisor (PR_SET_PDEATHSIG) and is started without copying
     // pvisor's page tables (see `spawn`).
-    let pid = spawn::spawn_leader(&spawn::Leader {
-        program: &spec.program,
-        args: &spec.args,
-        cwd: &spec.cwd,
-        env: spawn::child_env(&spec.env_remove, &set),
-        stdin: stdin.as_raw_fd(),
-        stdout: out_w.as_raw_fd(),
-        stderr: err_w.as_raw_fd(),
-    })?;
+    let pid = spawn::spawn_spec(spec, out_w.as_raw_fd(), err_w.as_raw_fd())?;
     // The write ends now live only in the child.
-    drop((out_w, err_w, stdin));
+    drop((out_w, err_w));
     if let Some(d) = &spec.groups {
         groups::register(d, pid as u32);
     }
@@ -411,11 +398,7 @@ pub fn run(spec: &CommandSpec) -> io::Result<CommandOutcome> {
     }
 
     // Reap the leader.
-    let mut status = 0;
-    // SAFETY: waiting for our own child, which nothing else reaps.
-    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0
-        && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted
-    {}
+    spawn::reap(pid, true);
     if let Some(d) = &spec.groups {
         groups::unregister(d, pid as u32);
     }

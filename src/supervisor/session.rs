@@ -7,8 +7,8 @@
 
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
+use std::os::fd::AsRawFd;
+
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -38,7 +38,8 @@ impl Buffer {
 }
 
 pub struct Session {
-    child: Child,
+    /// The leader; reaped once its exit was seen (`exit` is set then).
+    pid: i32,
     pgid: i32,
     groups: Option<std::path::PathBuf>,
     /// The unread output, and a condvar the reader notifies at the end of the output.
@@ -55,25 +56,11 @@ pub struct Session {
 pub fn spawn(spec: &CommandSpec) -> io::Result<Session> {
     let (r, w) = super::pipe()?;
     let w2 = w.try_clone()?;
-    let mut cmd = Command::new(&spec.program);
-    cmd.args(&spec.args)
-        .current_dir(&spec.cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(w))
-        .stderr(Stdio::from(w2))
-        .process_group(0);
-    for k in &spec.env_remove {
-        cmd.env_remove(k);
-    }
-    for (k, v) in &spec.env {
-        cmd.env(k, v);
-    }
-    super::groups::die_with_parent(&mut cmd, spec.groups.as_deref());
-    let child = cmd.spawn()?;
+    let pid = super::spawn::spawn_spec(spec, w.as_raw_fd(), w2.as_raw_fd())?;
+    drop((w, w2));
     if let Some(d) = &spec.groups {
-        super::groups::register(d, child.id());
+        super::groups::register(d, pid as u32);
     }
-    drop(cmd);
     let mut log = match &spec.log_path {
         Some(p) => {
             if let Some(dir) = p.parent() {
@@ -112,10 +99,10 @@ pub fn spawn(spec: &CommandSpec) -> io::Result<Session> {
         b2.0.lock().unwrap_or_else(|e| e.into_inner()).eof = true;
         b2.1.notify_all();
     });
-    let pgid = child.id() as i32;
+    let pgid = pid;
     Ok(Session {
         exit_fd: super::pidfd(pgid),
-        child,
+        pid,
         pgid,
         groups: spec.groups.clone(),
         buf,
@@ -144,10 +131,7 @@ impl Session {
 
     fn poll_exit(&mut self) -> Option<i32> {
         if self.exit.is_none() {
-            if let Ok(Some(st)) = self.child.try_wait() {
-                use std::os::unix::process::ExitStatusExt;
-                self.exit = Some(st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0)));
-            }
+            self.exit = super::spawn::reap(self.pid, false);
         }
         self.exit
     }
@@ -224,7 +208,9 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         super::killpg(self.pgid, libc::SIGKILL);
-        let _ = self.child.wait();
+        if self.exit.is_none() {
+            super::spawn::reap(self.pid, true);
+        }
         if let Some(d) = &self.groups {
             super::groups::unregister(d, self.pgid as u32);
         }

@@ -235,3 +235,50 @@ pub fn child_env(remove: &[OsString], set: &[(OsString, OsString)]) -> Vec<(OsSt
     }
     env
 }
+
+/// Start `spec` (its program, arguments, directory and environment, the run's mark when it
+/// has a process list) as a group leader with stdin `/dev/null` and the given output fds.
+pub fn spawn_spec(
+    spec: &super::CommandSpec,
+    stdout: RawFd,
+    stderr: RawFd,
+) -> io::Result<libc::pid_t> {
+    let stdin = std::fs::File::open("/dev/null")?;
+    let mut set = spec.env.clone();
+    if let Some(dir) = &spec.groups {
+        set.push((
+            super::groups::MARK_VAR.into(),
+            super::groups::mark_of(dir).into(),
+        ));
+    }
+    spawn_leader(&Leader {
+        program: &spec.program,
+        args: &spec.args,
+        cwd: &spec.cwd,
+        env: child_env(&spec.env_remove, &set),
+        stdin: stdin.as_raw_fd(),
+        stdout,
+        stderr,
+    })
+}
+
+/// Reap child `pid`: its exit code, or 128 + the signal that ended it. `hang`: wait for it;
+/// otherwise `None` while it runs.
+pub fn reap(pid: libc::pid_t, hang: bool) -> Option<i32> {
+    let mut status = 0;
+    loop {
+        // SAFETY: waiting for our own child.
+        let r = unsafe { libc::waitpid(pid, &mut status, if hang { 0 } else { libc::WNOHANG }) };
+        if r < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+            continue;
+        }
+        if r != pid {
+            return None;
+        }
+        return Some(if libc::WIFEXITED(status) {
+            libc::WEXITSTATUS(status)
+        } else {
+            128 + libc::WTERMSIG(status)
+        });
+    }
+}
