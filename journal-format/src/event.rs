@@ -594,9 +594,9 @@ pub struct InnerCallFinished {
 
 /// (1.6) The content of a small blob, carried by the journal so that it is durable with the
 /// journal's own fdatasync (a new blob file costs a file and a directory sync of its own).
-/// Appended before the first event that names the blob. The blob file is still written, as
-/// the copy readers open; after an operating-system crash it may be missing or incomplete,
-/// and the next attempt of the run writes it again from this event.
+/// Appended right before the event that names the blob, at every store of it. The blob file
+/// is still written, as the copy readers open; after an operating-system crash it may be
+/// missing or incomplete, and the next attempt of the run writes it again from this event.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BlobStored {
     /// The blob's name: the BLAKE3 hex of `bytes`.

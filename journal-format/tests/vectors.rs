@@ -638,26 +638,14 @@ fn the_1_1_vector_decodes_back_and_1_0_events_encode_as_before() {
 
 #[test]
 fn the_1_2_vector_decodes_back() {
-    let bytes = std::fs::read(dir().join("complete-1.2.pvj")).unwrap();
-    let mut rr = RecordReader::open(&bytes[..]).unwrap();
-    assert_eq!(rr.header().minor, 2);
-    let mut got = vec![];
-    while let Some(r) = rr.next_record().unwrap() {
-        got.push(Event::decode(r.kind, r.payload()).unwrap());
-    }
+    let got = read_vector("complete-1.2", 2);
     assert_eq!(got, v1_2_events());
     assert!(got.iter().any(|e| matches!(e, Event::WorkspaceRestored(_))));
 }
 
 #[test]
 fn the_1_3_vector_decodes_back_and_older_events_encode_as_before() {
-    let bytes = std::fs::read(dir().join("complete-1.3.pvj")).unwrap();
-    let mut rr = RecordReader::open(&bytes[..]).unwrap();
-    assert_eq!(rr.header().minor, 3);
-    let mut got = vec![];
-    while let Some(r) = rr.next_record().unwrap() {
-        got.push(Event::decode(r.kind, r.payload()).unwrap());
-    }
+    let got = read_vector("complete-1.3", 3);
     assert_eq!(got, v1_3_events());
     // An agent_exited without a watchdog has the 1.2 encoding (no new key on the wire).
     let old = complete_events()
@@ -669,13 +657,7 @@ fn the_1_3_vector_decodes_back_and_older_events_encode_as_before() {
 
 #[test]
 fn the_1_4_vector_decodes_back_and_older_events_encode_as_before() {
-    let bytes = std::fs::read(dir().join("complete-1.4.pvj")).unwrap();
-    let mut rr = RecordReader::open(&bytes[..]).unwrap();
-    assert_eq!(rr.header().minor, 4);
-    let mut got = vec![];
-    while let Some(r) = rr.next_record().unwrap() {
-        got.push(Event::decode(r.kind, r.payload()).unwrap());
-    }
+    let got = read_vector("complete-1.4", 4);
     assert_eq!(got, v1_4_events());
     assert!(got
         .iter()
@@ -690,37 +672,19 @@ fn the_1_4_vector_decodes_back_and_older_events_encode_as_before() {
 
 #[test]
 fn the_1_5_vector_decodes_back_and_older_events_encode_as_before() {
-    let bytes = std::fs::read(dir().join("complete-1.5.pvj")).unwrap();
-    let mut rr = RecordReader::open(&bytes[..]).unwrap();
-    assert_eq!(rr.header().minor, 5);
-    let mut got = vec![];
-    while let Some(r) = rr.next_record().unwrap() {
-        got.push(Event::decode(r.kind, r.payload()).unwrap());
-    }
+    let got = read_vector("complete-1.5", 5);
     assert_eq!(got, v1_5_events());
     let inner: Vec<_> = got.iter().filter(|e| e.kind() == 22).collect();
     assert_eq!(inner.len(), 2);
     assert_eq!(inner[0].name(), "inner_call_finished");
     // The 1.4 events are a subset: none of them changed its encoding.
-    let old = std::fs::read(dir().join("complete.pvj")).unwrap();
-    let mut rr = RecordReader::open(&old[..]).unwrap();
-    let mut n = 0;
-    while let Some(r) = rr.next_record().unwrap() {
-        assert_ne!(r.kind, 22);
-        n += 1;
-    }
+    let n = complete_records_without(22);
     assert_eq!(n + 2, got.len());
 }
 
 #[test]
 fn the_1_6_vector_decodes_back_and_older_events_encode_as_before() {
-    let bytes = std::fs::read(dir().join("complete-1.6.pvj")).unwrap();
-    let mut rr = RecordReader::open(&bytes[..]).unwrap();
-    assert_eq!(rr.header().minor, 6);
-    let mut got = vec![];
-    while let Some(r) = rr.next_record().unwrap() {
-        got.push(Event::decode(r.kind, r.payload()).unwrap());
-    }
+    let got = read_vector("complete-1.6", 6);
     assert_eq!(got, v1_6_events());
     let held: Vec<_> = got
         .iter()
@@ -745,12 +709,30 @@ fn the_1_6_vector_decodes_back_and_older_events_encode_as_before() {
         .windows(held[0].bytes.len())
         .any(|w| w == held[0].bytes));
     // The 1.5 events are a subset: none of them changed its encoding.
+    let n = complete_records_without(23);
+    assert_eq!(n + 1, got.len());
+}
+
+/// The events of golden vector `name`, whose header has minor version `minor`.
+fn read_vector(name: &str, minor: u16) -> Vec<Event> {
+    let bytes = std::fs::read(dir().join(format!("{name}.pvj"))).unwrap();
+    let mut rr = RecordReader::open(&bytes[..]).unwrap();
+    assert_eq!(rr.header().minor, minor, "{name}");
+    let mut got = vec![];
+    while let Some(r) = rr.next_record().unwrap() {
+        got.push(Event::decode(r.kind, r.payload()).unwrap());
+    }
+    got
+}
+
+/// The number of records of `complete.pvj`, none of which has `kind` (a later addition).
+fn complete_records_without(kind: u16) -> usize {
     let old = std::fs::read(dir().join("complete.pvj")).unwrap();
     let mut rr = RecordReader::open(&old[..]).unwrap();
     let mut n = 0;
     while let Some(r) = rr.next_record().unwrap() {
-        assert_ne!(r.kind, 23);
+        assert_ne!(r.kind, kind);
         n += 1;
     }
-    assert_eq!(n + 1, got.len());
+    n
 }
