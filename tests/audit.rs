@@ -85,6 +85,39 @@ fn a_run_directory_audits_clean_and_its_result_matches_the_fold() {
     assert!(text.contains("result.json differs"), "{text}");
 }
 
+/// An observation blob whose file an operating-system crash lost is only a warning when the
+/// journal carries its content (format 1.6).
+#[test]
+fn a_lost_blob_file_the_journal_carries_is_a_warning() {
+    let env = Env::new(TRAJ);
+    assert_eq!(env.run(env.fields(2)).exit_code, 0);
+    let state = env.root.join("state/r");
+    let mut carried = vec![];
+    let mut named = vec![];
+    pvisor::journal::read_events(&state.join("journal.pvj"), |e| {
+        match &e.event {
+            journal_format::Event::BlobStored(b) => carried.push(b.blob.clone()),
+            journal_format::Event::ToolCallFinished(f) => named.push(f.observation_blob.clone()),
+            _ => {}
+        }
+        Ok(())
+    })
+    .unwrap();
+    let blob = named.first().expect("a finished call").clone();
+    assert!(
+        carried.contains(&blob),
+        "the observation is carried by the journal"
+    );
+    let path = pvisor::journal::BlobStore::new(&state).path_of(&blob);
+    std::fs::remove_file(&path).unwrap();
+    let (code, text) = audit(&[], &state);
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("[warning] blobs") && text.contains("the journal holds its content"),
+        "{text}"
+    );
+}
+
 #[test]
 fn tampering_with_recomputed_checksums_is_caught_by_the_chain() {
     let env = Env::new(TRAJ);

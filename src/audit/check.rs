@@ -167,7 +167,7 @@ pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalErro
     let blobs = BlobStore::new(&state_dir);
     let budget = check_budget(&state, &mut findings);
     let bridge = check_bridge(&state, &blobs, &mut findings);
-    let blob_status = check_blobs(&state, &blobs, &mut findings);
+    let blob_status = check_blobs(&state, &events, &blobs, &mut findings);
     let out_dir = state.request.as_ref().map(|r| PathBuf::from(&r.output_dir));
     let privacy = check_privacy(&file, &events, &state, out_dir.as_deref(), &mut findings);
     let derived = serde_json::to_value(fold::derive(&state)).unwrap_or_default();
@@ -378,7 +378,19 @@ fn check_bridge(state: &ReplayState, blobs: &BlobStore, findings: &mut Vec<Findi
 }
 
 /// blobs: every observation and diff blob, then every workspace checkpoint.
-fn check_blobs(state: &ReplayState, blobs: &BlobStore, findings: &mut Vec<Finding>) -> String {
+fn check_blobs(
+    state: &ReplayState,
+    events: &[StoredEvent],
+    blobs: &BlobStore,
+    findings: &mut Vec<Finding>,
+) -> String {
+    // Blobs whose content the journal carries (format 1.6), looked up only for a file that
+    // fails: the fold checked that each carried content hashes to its name.
+    let held = |r: &str| {
+        events
+            .iter()
+            .any(|e| matches!(&e.event, journal_format::Event::BlobStored(b) if b.blob == r))
+    };
     let mut blob_status = "ok".to_string();
     for c in state.calls.values() {
         let refs = c
@@ -390,7 +402,7 @@ fn check_blobs(state: &ReplayState, blobs: &BlobStore, findings: &mut Vec<Findin
             if let Err(e) = blobs.get_verified(&r) {
                 // A blob the journal carries (format 1.6) is intact there (the fold checked
                 // it); its file is the readable copy, written back when the run resumes.
-                if state.held_blobs.contains(&r) {
+                if held(&r) {
                     findings.push(finding(
                         "blobs",
                         "warning",

@@ -3,7 +3,7 @@
 //!
 //! Group commit: an event that only acknowledges what already happened (a finished call,
 //! its comparison, the end of a batch) is [`Recorder::record_deferred`]: appended and folded
-//! at once, made durable by the next [`Recorder::record`], which precedes the next action
+//! at once, made durable by the next [`Recorder::record`] (or the drop), which precedes the next action
 //! (the next call's `tool_call_started` is durable before its tool runs). A replay-only batch
 //! of one call thus costs one journal fdatasync instead of six. The journal on disk is still
 //! always a prefix of what was appended: a crash loses at most the acknowledgements since the
@@ -66,15 +66,10 @@ impl Recorder {
         self.append(event, Durability::Sync)
     }
 
-    /// Append and fold now; durable with the next [`Recorder::record`] or [`Recorder::commit`]
-    /// (see the module note for which events may wait).
+    /// Append and fold now; durable with the next [`Recorder::record`] or when the recorder is
+    /// dropped (see the module note for which events may wait).
     pub fn record_deferred(&mut self, event: Event) -> Result<StoredEvent, RunError> {
         self.append(event, Durability::Buffered)
-    }
-
-    /// Make every deferred event durable.
-    pub fn commit(&mut self) -> Result<(), RunError> {
-        Ok(self.journal.commit()?)
     }
 
     fn append(&mut self, event: Event, durability: Durability) -> Result<StoredEvent, RunError> {
@@ -176,7 +171,7 @@ mod tests {
         let mut rec = Recorder::new(j, ReplayState::default(), BlobStore::new(d.path()));
         let name = rec.blob(b"observation").unwrap();
         assert_eq!(rec.state.last_seq, 1, "the content is journaled first");
-        assert!(rec.state.held_blobs.contains(&name));
+        assert_eq!(name, blake3::hash(b"observation").to_hex().as_str());
         // Not durable yet: a reader of the file sees nothing.
         assert_eq!(open_read(d.path()), 0);
         rec.record(Event::RunFailed(RunFailed {
@@ -217,8 +212,7 @@ mod tests {
             rec.state.last_seq, 3,
             "one blob_stored per store, whatever the content"
         );
-        rec.commit().unwrap();
-        drop(rec);
+        drop(rec); // commits
         let (_j, evs) = open(d.path());
         assert_eq!(restore_held_blobs(&evs, &blobs).unwrap(), 0);
         std::fs::remove_file(blobs.path_of(&a)).unwrap();

@@ -59,7 +59,6 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
                     format!("the content carried for blob {} does not hash to its name", b.blob),
                 ));
             }
-            s.held_blobs.insert(b.blob.clone());
             finish(s, se);
             return Ok(());
         }

@@ -144,8 +144,6 @@ pub struct ReplayState {
     pub failure: Option<RunFailed>,
     pub finished: Option<RunFinished>,
     pub recoveries: Vec<Recovered>,
-    /// Blobs whose content the journal carries (`blob_stored`, format 1.6).
-    pub held_blobs: std::collections::BTreeSet<String>,
     pub resumes: u64,
     /// The run is stopped on an in-doubt mutating call until a resume accepts a re-run.
     pub blocked: Option<String>,
@@ -177,7 +175,6 @@ impl Default for ReplayState {
             failure: None,
             finished: None,
             recoveries: Vec::new(),
-            held_blobs: Default::default(),
             resumes: 0,
             blocked: None,
             last_seq: 0,
