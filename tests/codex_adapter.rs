@@ -381,6 +381,43 @@ fn replay_every_boundary_matches_originals() {
         }
         let last = r.prefix.last().unwrap();
         assert!(last["type"].as_str().unwrap().ends_with("_output"));
+        // Without the prefix the rollout is copied by the byte ranges the parse kept: the same
+        // bytes as the line-by-line rebuild, rewritten outputs included.
+        let state2 = tempfile::tempdir().unwrap();
+        let art2 = state2.path().join("out/rollout.jsonl");
+        let mut changed = obs.clone();
+        let first = plan.batches[0].calls[0].call_id.clone();
+        changed
+            .get_mut(&first)
+            .unwrap()
+            .text
+            .push_str("\u{e9}\"changed\"");
+        let mut made = vec![];
+        for (o, st, art) in [(&changed, &state, &art), (&changed, &state2, &art2)] {
+            let r = a
+                .rebuild(&RebuildRequest {
+                    source: &path,
+                    plan: &plan,
+                    after_step: n,
+                    observations: o,
+                    workspace: ws.path(),
+                    state_dir: st.path(),
+                    artifact_path: art,
+                    touch_workspace: true,
+                    agent_entrypoint: None,
+                    for_continuation: st.path() == state.path(),
+                })
+                .unwrap();
+            made.push((r.digest, r.records));
+        }
+        assert_eq!(made[0], made[1], "boundary {n}");
+        let (one, two) = (std::fs::read(&art).unwrap(), std::fs::read(&art2).unwrap());
+        assert_eq!(
+            String::from_utf8_lossy(&one),
+            String::from_utf8_lossy(&two),
+            "boundary {n}"
+        );
+        assert!(String::from_utf8_lossy(&two).contains("\u{e9}\\\"changed\\\""));
         let cfg = std::fs::read_to_string(state.path().join("codex-home/config.toml")).unwrap();
         assert!(
             cfg.contains("wire_api = \"responses\"") && cfg.contains("model = \"gpt-5.5\""),
@@ -433,7 +470,7 @@ fn prefix_equals_original_request_n_plus_1() {
         assert!(orig.starts_with(&std::fs::read_to_string(&r.native_path).unwrap()));
     }
     assert_eq!(
-        rebuild::model_of(&parse::parse_file(&path).unwrap(), 100).as_deref(),
+        parse::parse_file(&path).unwrap().last_turn_model.as_deref(),
         Some("gpt-5.5")
     );
 }

@@ -31,10 +31,7 @@ pub fn write_all(
             .get("continued")
             .map(|w| std::path::PathBuf::from(&w.path));
         // The source is parsed again here (the run's plan is gone after a failure).
-        let plan = a
-            .read_input(&req.trajectory)
-            .ok()
-            .and_then(|b| a.parse(&req.trajectory, &b).ok());
+        let plan = a.parse_path(&req.trajectory).ok().map(|(p, _)| p);
         let (orig, live) = match &plan {
             Some(plan) => a.next_actions(plan, req.after_step as usize, continued.as_deref()),
             None => (None, None),

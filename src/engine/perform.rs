@@ -46,21 +46,12 @@ pub fn parse_source(
     adapter: &dyn Adapter,
     req: &ReplayRequest,
 ) -> Result<(Plan, String), RunError> {
-    let bytes = adapter.read_input(&req.trajectory).map_err(|e| {
-        crate::error::TrajectoryError::new(
-            &req.trajectory,
-            0,
-            "file",
-            format!("cannot read the trajectory: {e}"),
-        )
-    })?;
-    let plan = adapter.parse(&req.trajectory, &bytes).map_err(|error| {
-        match another_agent(adapter.name(), req) {
+    adapter
+        .parse_path(&req.trajectory)
+        .map_err(|error| match another_agent(adapter.name(), req) {
             Some(agent) => RunError::TrajectoryOfAnotherAgent { error, agent },
             None => RunError::Trajectory(error),
-        }
-    })?;
-    Ok((plan, digest::sha256(&bytes)))
+        })
 }
 
 /// The supported agent (other than `tried`) whose parser reads the trajectory into at least
@@ -71,11 +62,9 @@ fn another_agent(tried: &str, req: &ReplayRequest) -> Option<&'static str> {
         .iter()
         .filter(|e| e.name != tried)
         .find(|e| {
-            let a = (e.make)();
-            a.read_input(&req.trajectory)
-                .ok()
-                .and_then(|b| a.parse(&req.trajectory, &b).ok())
-                .is_some_and(|p| !p.batches.is_empty())
+            (e.make)()
+                .parse_path(&req.trajectory)
+                .is_ok_and(|(p, _)| !p.batches.is_empty())
         })
         .map(|e| e.name)
 }

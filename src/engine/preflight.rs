@@ -104,11 +104,10 @@ pub fn probe_version(entry: &Path, agent: &AgentEntry) -> Result<String, RunErro
 /// The version the trajectory records, for agents whose sessions run with their own version
 /// (`Versioning::PerSession`); `None` when it cannot be read (the run reports why later).
 fn recorded_version(req: &ReplayRequest, agent: &AgentEntry) -> Option<String> {
-    let adapter = (agent.make)();
-    let bytes = adapter.read_input(&req.trajectory).ok()?;
-    adapter
-        .parse(&req.trajectory, &bytes)
+    (agent.make)()
+        .parse_path(&req.trajectory)
         .ok()?
+        .0
         .recorded_version
 }
 

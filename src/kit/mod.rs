@@ -282,6 +282,21 @@ pub trait Adapter: Send + Sync {
     }
     /// Parse a native trajectory into a plan of batches (its own parse in `plan.native`).
     fn parse(&self, path: &Path, bytes: &[u8]) -> Result<Plan, crate::error::TrajectoryError>;
+    /// Read and parse the trajectory at `path`: the plan and the `sha256:<hex>` of the bytes
+    /// parsed. By default the file is read whole ([`Self::read_input`]) and then parsed; an
+    /// adapter whose files grow large reads them once, as a stream, instead.
+    fn parse_path(&self, path: &Path) -> Result<(Plan, String), crate::error::TrajectoryError> {
+        let bytes = self.read_input(path).map_err(|e| {
+            crate::error::TrajectoryError::new(
+                path,
+                0,
+                "file",
+                format!("cannot read the trajectory: {e}"),
+            )
+        })?;
+        let plan = self.parse(path, &bytes)?;
+        Ok((plan, crate::digest::sha256(&bytes)))
+    }
     /// Whether this plan can be rebuilt (and, in `Continue` mode, continued) at boundary
     /// `after_step`: checked before any tool runs. A refusal names what is missing.
     fn check_plan(

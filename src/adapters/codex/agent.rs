@@ -56,13 +56,34 @@ impl ToolRunner for CodexTools {
     }
 }
 
-/// One model reply (its items) as an [`Action`].
-fn action_of(parsed: &parse::ParsedRollout, reply: &[usize]) -> Action {
+/// One model reply (its items, read again from the byte range `reply` of the rollout at
+/// `path`) as an [`Action`]; `None` when the file cannot be read.
+fn action_of(path: &Path, era: parse::Era, reply: &std::ops::Range<u64>) -> Option<Action> {
+    use std::io::{Read, Seek};
+    let mut f = std::fs::File::open(path).ok()?;
+    f.seek(std::io::SeekFrom::Start(reply.start)).ok()?;
+    let mut bytes = vec![];
+    f.take(reply.end.saturating_sub(reply.start))
+        .read_to_end(&mut bytes)
+        .ok()?;
+    let items: Vec<Value> = bytes
+        .split(|b| *b == b'\n')
+        .filter_map(|l| serde_json::from_slice::<Value>(l).ok())
+        .filter_map(|value| {
+            // Line numbers only matter for a bare file's meta line, which is never in a reply.
+            parse::RolloutLine { line: 0, value }
+                .response_item(era)
+                .filter(|it| parse::is_reply_item(it))
+                .cloned()
+        })
+        .collect();
+    Some(action_of_items(&items))
+}
+
+/// The [`Action`] of a reply's items.
+fn action_of_items(items: &[Value]) -> Action {
     let mut a = Action::default();
-    for &i in reply {
-        let Some(it) = parsed.lines[i].response_item(parsed.era) else {
-            continue;
-        };
+    for it in items {
         match it.get("type").and_then(Value::as_str) {
             Some("message") => {
                 for c in it["content"].as_array().into_iter().flatten() {
@@ -101,8 +122,13 @@ impl Adapter for Codex {
     }
 
     fn parse(&self, path: &Path, bytes: &[u8]) -> Result<Plan, TrajectoryError> {
-        let parsed = parse::parse_bytes(path, bytes)?;
-        Ok(parsed.plan().clone().carrying(parsed))
+        Ok(parse::parse_bytes(path, bytes)?.into_plan())
+    }
+
+    /// The rollout is read once, line by line (it may be gigabytes).
+    fn parse_path(&self, path: &Path) -> Result<(Plan, String), TrajectoryError> {
+        let (parsed, sha) = parse::parse_file_hashed(path)?;
+        Ok((parsed.into_plan(), sha))
     }
 
     fn classify(&self, call: &ToolCall) -> ToolClass {
@@ -206,14 +232,14 @@ impl Adapter for Codex {
         let Some(p) = plan.native.get::<parse::ParsedRollout>() else {
             return (None, None);
         };
-        let Some(b) = p.plan().batches.get(after_step.wrapping_sub(1)) else {
+        let Some(b) = plan.batches.get(after_step.wrapping_sub(1)) else {
             return (None, None);
         };
         let n = b.model_turn; // the next reply is replies[n] (0-based)
-        let orig = p.replies.get(n).map(|r| action_of(p, r));
+        let orig = p.replies.get(n).and_then(|r| action_of(&p.path, p.era, r));
         let cont = continued
             .and_then(|c| parse::parse_file(c).ok())
-            .and_then(|c| c.replies.get(n).map(|r| action_of(&c, r)));
+            .and_then(|c| c.replies.get(n).and_then(|r| action_of(&c.path, c.era, r)));
         (orig, cont)
     }
 }

@@ -13,7 +13,7 @@
 //!   bytes; the appended nonce message, skills item, their `world_state` and UI mirrors are
 //!   removed; the nonce must appear nowhere else.
 
-use super::rebuild::{codex_home, config_toml, model_of, API_KEY_ENV};
+use super::rebuild::{codex_home, config_toml, API_KEY_ENV};
 use super::request_rules::{
     is_skills_item as is_codex_skills_item, CodexRequestRules, SKILLS_PREFIX as CODEX_SKILLS_PREFIX,
 };
@@ -176,18 +176,7 @@ impl ContinuationAgent for CodexContinuation {
         let parsed = super::parse::parse_file(&self.native_path)?;
         // Codex re-sends its <environment_context> when the cwd changed since the recorded
         // turn, so the first request could not end at O′N: refuse before starting.
-        let recorded_cwd = parsed
-            .lines
-            .iter()
-            .rev()
-            .find(|l| l.line_type() == "turn_context")
-            .and_then(|l| {
-                l.value["payload"]
-                    .get("cwd")
-                    .and_then(Value::as_str)
-                    .map(PathBuf::from)
-            })
-            .or_else(|| parsed.cwd.clone());
+        let recorded_cwd = parsed.last_turn_cwd.clone().or_else(|| parsed.cwd.clone());
         if let Some(c) = recorded_cwd {
             if c != self.workspace {
                 return Err(AdapterError::Continuation(format!(
@@ -199,7 +188,10 @@ impl ContinuationAgent for CodexContinuation {
         }
         let model = match &self.model {
             Some(m) => m.clone(),
-            None => model_of(&parsed, parsed.lines.len()).unwrap_or_else(|| "gpt-5.5".into()),
+            None => parsed
+                .last_turn_model
+                .clone()
+                .unwrap_or_else(|| "gpt-5.5".into()),
         };
         let cfg = self.codex_home.join("config.toml");
         std::fs::write(&cfg, config_toml(&model, &format!("{bridge_url}/v1"))).map_err(

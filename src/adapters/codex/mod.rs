@@ -1,6 +1,7 @@
 //! Codex CLI adapter (supported version: [`SUPPORTED_VERSION`]).
 //!
-//! - [`parse`]: rollout JSONL (bare, wrapped and 2026 eras) → [`parse::ParsedRollout`] → plan.
+//! - [`parse`]: rollout JSONL (bare, wrapped and 2026 eras) → [`parse::ParsedRollout`] → plan,
+//!   read once line by line ([`scan`]), never held whole.
 //! - [`tools`]: re-execution of Codex's tools with Codex's own observation texts
 //!   (`exec_command`/`write_stdin` unified exec, `shell`, `shell_command`, `local_shell_call`,
 //!   `apply_patch` via [`patch`], `update_plan`); code mode `exec` is refused.
@@ -18,6 +19,7 @@ pub mod parse;
 pub mod patch;
 pub mod rebuild;
 pub mod request_rules;
+pub mod scan;
 pub mod tools;
 
 /// The Codex CLI version whose tool outputs this adapter reproduces.

@@ -18,6 +18,7 @@
 //! an `event_msg/token_count` (written when a sampling round completes). A **batch** is the
 //! tool calls of one reply; calls are paired with their `*_output` items by `call_id`.
 
+use super::scan::{Head, LineReader, RawLine};
 use crate::error::TrajectoryError;
 use crate::kit::{Batch, Locator, Observation, Plan, ToolCall};
 use serde_json::Value;
@@ -57,13 +58,11 @@ impl CallKind {
     }
 }
 
-/// One non-empty line of the rollout.
+/// One line of the rollout, parsed whole.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RolloutLine {
     /// 1-based line number.
     pub line: usize,
-    /// The line, verbatim (without its newline).
-    pub raw: String,
     pub value: Value,
 }
 
@@ -117,11 +116,11 @@ fn is_response_item_type(t: &str) -> bool {
     )
 }
 
-/// Whether a response item is part of a model reply (as opposed to an input the harness
-/// added: tool outputs, user/developer/system messages).
-fn is_reply_item(item: &Value) -> bool {
-    match item.get("type").and_then(Value::as_str).unwrap_or("") {
-        "message" => item.get("role").and_then(Value::as_str) == Some("assistant"),
+/// Whether a response item of type `ty` (and `role`, for messages) is part of a model reply
+/// (as opposed to an input the harness added: tool outputs, user/developer/system messages).
+fn is_reply(ty: &str, role: Option<&str>) -> bool {
+    match ty {
+        "message" => role == Some("assistant"),
         "reasoning"
         | "function_call"
         | "custom_tool_call"
@@ -133,37 +132,55 @@ fn is_reply_item(item: &Value) -> bool {
     }
 }
 
-/// A call as found in the rollout.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CallRecord {
-    pub call: ToolCall,
-    pub kind: CallKind,
-    /// Index into [`ParsedRollout::lines`] of the call item.
-    pub line_index: usize,
-    /// Index into [`ParsedRollout::lines`] of the output item, when present.
-    pub output_index: Option<usize>,
-    /// 1-based reply number.
-    pub reply: usize,
+/// Whether a response item is part of a model reply.
+pub fn is_reply_item(item: &Value) -> bool {
+    is_reply(
+        item.get("type").and_then(Value::as_str).unwrap_or(""),
+        item.get("role").and_then(Value::as_str),
+    )
 }
 
-/// A parsed rollout.
+/// Response item types that are calls or their outputs: read from the whole line.
+fn is_call_or_output(ty: &str) -> bool {
+    matches!(
+        ty,
+        "function_call"
+            | "custom_tool_call"
+            | "local_shell_call"
+            | "function_call_output"
+            | "custom_tool_call_output"
+    )
+}
+
+/// A parsed rollout: the plan, and what rebuild, continuation and the report need beyond it,
+/// kept small (byte ranges into the file, not its lines), so a rollout of any size is read in
+/// constant memory besides the plan itself.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParsedRollout {
     pub path: PathBuf,
     pub era: Era,
-    pub lines: Vec<RolloutLine>,
-    /// Index of the session meta line.
-    pub meta_index: usize,
     pub session_id: String,
     pub cwd: Option<PathBuf>,
     pub cli_version: Option<String>,
-    /// Every call, in file order.
-    pub calls: Vec<CallRecord>,
-    /// Per reply (1-based number - 1): the line indexes of its items.
-    pub replies: Vec<Vec<usize>>,
-    plan: Plan,
-    /// Call id -> index into `calls` (the first call of an id, as a search in file order finds).
-    by_id: std::collections::HashMap<String, usize>,
+    /// The session meta's timestamp (its payload's, else the line's).
+    pub meta_timestamp: Option<String>,
+    /// The model of the last `turn_context` line.
+    pub last_turn_model: Option<String>,
+    /// The cwd of the last `turn_context` line.
+    pub last_turn_cwd: Option<PathBuf>,
+    /// Per model reply (1-based number - 1): the byte range from its first item's line to
+    /// the end of its last item's line.
+    pub replies: Vec<std::ops::Range<u64>>,
+    /// Per batch, per call: the byte range of the line of its output (empty when none).
+    pub outputs: Vec<Vec<std::ops::Range<u64>>>,
+    /// Every `turn_context` line: where it starts and its model.
+    pub turn_models: Vec<(u64, Option<String>)>,
+    /// The first `compacted` line: its number and where it starts.
+    pub compacted: Option<(usize, u64)>,
+    /// Every line ends with a newline, none with `\r`, none is blank: the file can be cut
+    /// and copied byte for byte.
+    pub plain: bool,
+    pub plan: Plan,
 }
 
 impl ParsedRollout {
@@ -171,9 +188,21 @@ impl ParsedRollout {
         &self.plan
     }
 
-    /// The call record of a call id.
-    pub fn call(&self, call_id: &str) -> Option<&CallRecord> {
-        self.calls.get(*self.by_id.get(call_id)?)
+    /// The plan, carrying the rest of the parse (see [`crate::kit::Native`]).
+    pub fn into_plan(mut self) -> Plan {
+        let plan = std::mem::replace(
+            &mut self.plan,
+            Plan {
+                agent: AGENT.into(),
+                recorded_version: None,
+                session_id: None,
+                original_cwd: None,
+                batches: vec![],
+                model_turns: 0,
+                native: Default::default(),
+            },
+        );
+        plan.carrying(self)
     }
 }
 
@@ -211,182 +240,267 @@ pub fn observation_of(output: &Value) -> Option<Observation> {
     }
 }
 
-/// Parse a rollout file.
+/// Parse a rollout file, reading it once, line by line.
 pub fn parse_file(path: &Path) -> Result<ParsedRollout, TrajectoryError> {
-    let bytes = std::fs::read(path).map_err(|e| {
+    parse_file_hashed(path).map(|(p, _)| p)
+}
+
+/// Parse a rollout file and return its `sha256:<hex>` too (one read).
+pub fn parse_file_hashed(path: &Path) -> Result<(ParsedRollout, String), TrajectoryError> {
+    let file = std::fs::File::open(path).map_err(|e| {
         TrajectoryError::new(path, 0, "file", format!("cannot read the rollout: {e}"))
     })?;
-    parse_bytes(path, &bytes)
+    let mut reader = LineReader::new(std::io::BufReader::with_capacity(1 << 20, file)).hashing();
+    let parsed = parse_lines(path, &mut reader, true)?;
+    Ok((parsed, reader.sha256().unwrap_or_default()))
 }
 
 /// Parse rollout bytes.
 pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<ParsedRollout, TrajectoryError> {
-    let lines = read_lines(path, bytes)?;
-    let meta = session_meta(path, &lines)?;
-    let (calls, replies) = replies_and_calls(path, &lines, meta.era)?;
-    let batches = batches(&calls);
-    let mut by_id = std::collections::HashMap::with_capacity(calls.len());
-    for (i, c) in calls.iter().enumerate() {
-        by_id.entry(c.call.call_id.clone()).or_insert(i);
-    }
-    let plan = Plan {
-        agent: AGENT.into(),
-        recorded_version: meta.cli_version.clone(),
-        session_id: Some(meta.session_id.clone()),
-        original_cwd: meta.cwd.clone(),
-        batches,
-        model_turns: replies.len(),
-        native: Default::default(),
-    };
-    Ok(ParsedRollout {
-        path: path.to_path_buf(),
-        era: meta.era,
-        lines,
-        meta_index: meta.index,
-        session_id: meta.session_id,
-        cwd: meta.cwd,
-        cli_version: meta.cli_version,
-        calls,
-        replies,
-        plan,
-        by_id,
-    })
+    parse_lines(path, &mut LineReader::new(bytes), true)
 }
 
 fn err(path: &Path, line: usize, field: &str, msg: String) -> TrajectoryError {
     TrajectoryError::new(path, line, field, msg)
 }
 
-/// The non-empty lines of the rollout, each a JSON object (a torn final line is dropped).
-fn read_lines(path: &Path, bytes: &[u8]) -> Result<Vec<RolloutLine>, TrajectoryError> {
-    let text = crate::error::utf8_text(path, bytes, "the rollout")?;
-    let torn_tail = !text.is_empty() && !text.ends_with('\n');
-    let raw_lines: Vec<&str> = text.split('\n').collect();
-    let n_raw = raw_lines.len();
-    let mut lines = Vec::new();
-    for (i, raw) in raw_lines.into_iter().enumerate() {
-        let raw = raw.strip_suffix('\r').unwrap_or(raw);
-        if raw.trim().is_empty() {
-            continue;
+/// What the session meta line says.
+struct SessionMeta {
+    session_id: String,
+    cwd: Option<PathBuf>,
+    cli_version: Option<String>,
+    timestamp: Option<String>,
+}
+
+/// Where a call of the plan is, while the parse pairs outputs with calls.
+struct CallSlot {
+    batch: usize,
+    call: usize,
+    kind: CallKind,
+}
+
+/// The parse in progress, fed one line at a time.
+struct Parser<'p> {
+    path: &'p Path,
+    heads: bool,
+    era: Option<Era>,
+    /// 1-based number of the first non-blank line.
+    first_line: usize,
+    meta: Option<SessionMeta>,
+    last_turn_model: Option<String>,
+    last_turn_cwd: Option<PathBuf>,
+    replies: Vec<std::ops::Range<u64>>,
+    in_reply: bool,
+    batches: Vec<Batch>,
+    outputs: Vec<Vec<std::ops::Range<u64>>>,
+    turn_models: Vec<(u64, Option<String>)>,
+    compacted: Option<(usize, u64)>,
+    plain: bool,
+    /// Call id -> its place in `batches`.
+    calls: HashMap<String, CallSlot>,
+}
+
+/// The parse; `heads`: classify the lines that allow it from their [`Head`] (false: parse
+/// every line whole, the reference the fast path is tested against).
+fn parse_lines<R: std::io::BufRead>(
+    path: &Path,
+    reader: &mut LineReader<R>,
+    heads: bool,
+) -> Result<ParsedRollout, TrajectoryError> {
+    let mut p = Parser {
+        heads,
+        path,
+        era: None,
+        first_line: 0,
+        meta: None,
+        last_turn_model: None,
+        last_turn_cwd: None,
+        replies: vec![],
+        in_reply: false,
+        batches: vec![],
+        outputs: vec![],
+        turn_models: vec![],
+        compacted: None,
+        plain: true,
+        calls: HashMap::new(),
+    };
+    loop {
+        let line = reader
+            .next_line()
+            .map_err(|e| err(path, 0, "file", format!("cannot read the rollout: {e}")))?;
+        let Some(line) = line else { break };
+        p.line(&line)?;
+    }
+    p.finish()
+}
+
+impl Parser<'_> {
+    fn line(&mut self, l: &RawLine) -> Result<(), TrajectoryError> {
+        let text = std::str::from_utf8(l.text).map_err(|_| {
+            err(
+                self.path,
+                l.number,
+                "line",
+                "the rollout is not valid UTF-8".into(),
+            )
+        })?;
+        if l.last_unterminated || (l.end - l.start) as usize != l.text.len() + 1 {
+            self.plain = false;
         }
-        match serde_json::from_str::<Value>(raw) {
-            Ok(v @ Value::Object(_)) => lines.push(RolloutLine {
-                line: i + 1,
-                raw: raw.to_string(),
-                value: v,
-            }),
+        if text.trim().is_empty() {
+            self.plain = false;
+            return Ok(());
+        }
+        // A wrapped line whose head says it is neither a call, an output nor the session
+        // meta is classified from the head alone; any other line is parsed whole.
+        if self.heads && self.era == Some(Era::Wrapped) {
+            if let Some(h) = Head::of(l.text) {
+                if self.by_head(&h, l) {
+                    return Ok(());
+                }
+            }
+        }
+        let value = match serde_json::from_str::<Value>(text) {
+            Ok(v @ Value::Object(_)) => v,
             Ok(_) => {
                 return Err(err(
-                    path,
-                    i + 1,
+                    self.path,
+                    l.number,
                     "line",
                     "a rollout line must be a JSON object".into(),
                 ))
             }
             // A torn final line (crash while writing) is ignored, as Codex does.
-            Err(_) if torn_tail && i + 1 == n_raw => {}
-            Err(e) => return Err(err(path, i + 1, "line", format!("invalid JSON: {e}"))),
-        }
-    }
-    if lines.is_empty() {
-        return Err(err(path, 0, "file", "the rollout is empty".into()));
-    }
-    Ok(lines)
-}
-
-/// What the session meta line says.
-struct SessionMeta {
-    era: Era,
-    /// Index into the lines of the meta line.
-    index: usize,
-    session_id: String,
-    cwd: Option<PathBuf>,
-    cli_version: Option<String>,
-}
-
-/// Era and session meta (`lines` is not empty).
-fn session_meta(path: &Path, lines: &[RolloutLine]) -> Result<SessionMeta, TrajectoryError> {
-    let first = &lines[0];
-    let wrapped = first.value.get("payload").is_some()
-        && first.value.get("type").and_then(Value::as_str).is_some();
-    let era = if wrapped { Era::Wrapped } else { Era::Bare };
-    let (meta_index, meta): (usize, &Value) = match era {
-        Era::Wrapped => match lines.iter().position(|l| l.line_type() == "session_meta") {
-            Some(i) => (i, &lines[i].value["payload"]),
-            None => {
+            Err(_) if l.last_unterminated => return Ok(()),
+            Err(e) => {
                 return Err(err(
-                    path,
-                    first.line,
-                    "session_meta",
-                    "no session_meta line: the native session id is unknown".into(),
+                    self.path,
+                    l.number,
+                    "line",
+                    format!("invalid JSON: {e}"),
                 ))
             }
-        },
-        Era::Bare => {
-            if first.value.get("type").is_some() || first.value.get("id").is_none() {
-                return Err(err(path, first.line, "session_meta", "line 1 is not a session meta object ({id, timestamp, …}): the native session id is unknown".into()));
-            }
-            (0, &first.value)
+        };
+        let line = RolloutLine {
+            line: l.number,
+            value,
+        };
+        if self.era.is_none() {
+            self.first(&line)?;
         }
-    };
-    let meta_line = lines[meta_index].line;
-    let session_id = match meta.get("id") {
-        Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
-        Some(_) => {
-            return Err(err(
-                path,
-                meta_line,
-                "session_meta.payload.id",
-                "the session id must be a non-empty string".into(),
-            ))
-        }
-        None => {
-            return Err(err(
-                path,
-                meta_line,
-                "session_meta.payload.id",
-                "missing session id".into(),
-            ))
-        }
-    };
-    let cwd = meta.get("cwd").and_then(Value::as_str).map(PathBuf::from);
-    let cli_version = meta
-        .get("cli_version")
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    Ok(SessionMeta {
-        era,
-        index: meta_index,
-        session_id,
-        cwd,
-        cli_version,
-    })
-}
+        self.whole(&line, l.start..l.end)
+    }
 
-/// Replies, calls, outputs: the calls in file order (with their outputs attached) and the
-/// line indexes of each reply's items.
-fn replies_and_calls(
-    path: &Path,
-    lines: &[RolloutLine],
-    era: Era,
-) -> Result<(Vec<CallRecord>, Vec<Vec<usize>>), TrajectoryError> {
-    let mut calls: Vec<CallRecord> = Vec::new();
-    let mut by_id: HashMap<String, usize> = HashMap::new();
-    let mut replies: Vec<Vec<usize>> = Vec::new();
-    let mut in_reply = false;
-    for (idx, l) in lines.iter().enumerate() {
-        if l.line_type() == "event_msg"
-            && l.value["payload"].get("type").and_then(Value::as_str) == Some("token_count")
-        {
-            in_reply = false;
-            continue;
+    /// The first non-blank line: the era, and the session meta of a bare file.
+    fn first(&mut self, first: &RolloutLine) -> Result<(), TrajectoryError> {
+        self.first_line = first.line;
+        let wrapped = first.value.get("payload").is_some()
+            && first.value.get("type").and_then(Value::as_str).is_some();
+        if wrapped {
+            self.era = Some(Era::Wrapped);
+            return Ok(());
+        }
+        self.era = Some(Era::Bare);
+        if first.value.get("type").is_some() || first.value.get("id").is_none() {
+            return Err(err(self.path, first.line, "session_meta", "line 1 is not a session meta object ({id, timestamp, …}): the native session id is unknown".into()));
+        }
+        self.meta = Some(session_meta(self.path, first.line, &first.value, None)?);
+        Ok(())
+    }
+
+    /// Handle a wrapped line from its head; false when it must be parsed whole.
+    fn by_head(&mut self, h: &Head, l: &RawLine) -> bool {
+        match h.line_type() {
+            "session_meta" => self.meta.is_some(),
+            "event_msg" => {
+                if h.payload_type() == Some("token_count") {
+                    self.in_reply = false;
+                }
+                true
+            }
+            "turn_context" => {
+                let p = h.payload.as_ref();
+                self.last_turn_model = p.and_then(|p| p.model.as_deref()).map(str::to_string);
+                self.last_turn_cwd = p.and_then(|p| p.cwd.as_deref()).map(PathBuf::from);
+                self.turn_models
+                    .push((l.start, self.last_turn_model.clone()));
+                true
+            }
+            "compacted" => {
+                self.compacted.get_or_insert((l.number, l.start));
+                true
+            }
+            "response_item" => {
+                let Some(p) = h.payload.as_ref() else {
+                    return false;
+                };
+                let Some(ty) = p.ty.as_deref() else {
+                    return false;
+                };
+                if is_call_or_output(ty) {
+                    return false;
+                }
+                self.item_kind(is_reply(ty, p.role.as_deref()), l.start..l.end);
+                true
+            }
+            _ => true,
+        }
+    }
+
+    /// Whether the item at `range` is part of a reply: extends or ends the current one.
+    fn item_kind(&mut self, reply: bool, range: std::ops::Range<u64>) {
+        if !reply {
+            self.in_reply = false;
+        } else if self.in_reply {
+            self.replies.last_mut().expect("a reply is open").end = range.end;
+        } else {
+            self.replies.push(range);
+            self.in_reply = true;
+        }
+    }
+
+    /// Handle a line parsed whole.
+    fn whole(
+        &mut self,
+        l: &RolloutLine,
+        range: std::ops::Range<u64>,
+    ) -> Result<(), TrajectoryError> {
+        let era = self.era.expect("the era is known after the first line");
+        match l.line_type() {
+            "session_meta" if era == Era::Wrapped && self.meta.is_none() => {
+                let payload = &l.value["payload"];
+                let ts = payload
+                    .get("timestamp")
+                    .or_else(|| l.value.get("timestamp"))
+                    .and_then(Value::as_str);
+                self.meta = Some(session_meta(self.path, l.line, payload, ts)?);
+                return Ok(());
+            }
+            "event_msg"
+                if l.value["payload"].get("type").and_then(Value::as_str)
+                    == Some("token_count") =>
+            {
+                self.in_reply = false;
+                return Ok(());
+            }
+            "turn_context" => {
+                let p = &l.value["payload"];
+                self.last_turn_model = p.get("model").and_then(Value::as_str).map(str::to_string);
+                self.last_turn_cwd = p.get("cwd").and_then(Value::as_str).map(PathBuf::from);
+                self.turn_models
+                    .push((range.start, self.last_turn_model.clone()));
+            }
+            "compacted" => {
+                self.compacted.get_or_insert((l.line, range.start));
+            }
+            _ => {}
         }
         let Some(item) = l.response_item(era) else {
-            continue;
+            return Ok(());
         };
         if !item.is_object() {
             return Err(err(
-                path,
+                self.path,
                 l.line,
                 "payload",
                 "a response item must be an object".into(),
@@ -396,31 +510,88 @@ fn replies_and_calls(
             Some(Value::String(s)) => s.as_str(),
             _ => {
                 return Err(err(
-                    path,
+                    self.path,
                     l.line,
                     "payload.type",
                     "a response item needs a string `type`".into(),
                 ))
             }
         };
-        if is_reply_item(item) {
-            if !in_reply {
-                replies.push(Vec::new());
-                in_reply = true;
-            }
-            replies.last_mut().expect("a reply was pushed").push(idx);
-        } else {
-            in_reply = false;
-        }
+        self.item_kind(is_reply_item(item), range.clone());
         if matches!(ty, "function_call_output" | "custom_tool_call_output") {
-            attach_output(path, l, idx, item, ty, &mut calls, &by_id)?;
-            continue;
+            return self.attach_output(l, item, ty, range);
         }
-        let Some((kind, tool, input)) = call_of(path, l.line, item, ty)? else {
-            continue;
+        let Some((kind, tool, input)) = call_of(self.path, l.line, item, ty)? else {
+            return Ok(());
         };
         let id = match item.get("call_id").or_else(|| item.get("id")) {
             Some(Value::String(s)) if !s.is_empty() => s.clone(),
+            _ => {
+                return Err(err(
+                    self.path,
+                    l.line,
+                    "payload.call_id",
+                    format!("a `{ty}` item needs a non-empty string call_id"),
+                ))
+            }
+        };
+        if self.calls.contains_key(&id) {
+            return Err(err(
+                self.path,
+                l.line,
+                "payload.call_id",
+                format!("duplicate call_id `{id}`"),
+            ));
+        }
+        let call = ToolCall {
+            call_id: id.clone(),
+            tool,
+            input,
+            original: None,
+            locator: Locator {
+                line: l.line,
+                native_id: Some(id.clone()),
+            },
+        };
+        let reply = self.replies.len();
+        match self.batches.last_mut() {
+            Some(b) if b.model_turn == reply => b.calls.push(call),
+            _ => {
+                self.batches.push(Batch {
+                    index: self.batches.len() + 1,
+                    locator: call.locator.clone(),
+                    calls: vec![call],
+                    model_turn: reply,
+                    complete: false,
+                });
+                self.outputs.push(Vec::with_capacity(1));
+            }
+        }
+        self.outputs
+            .last_mut()
+            .expect("pushed with its batch")
+            .push(0..0);
+        let batch = self.batches.len() - 1;
+        let slot = CallSlot {
+            batch,
+            call: self.batches[batch].calls.len() - 1,
+            kind,
+        };
+        self.calls.insert(id, slot);
+        Ok(())
+    }
+
+    /// Pair an output item with its earlier call.
+    fn attach_output(
+        &mut self,
+        l: &RolloutLine,
+        item: &Value,
+        ty: &str,
+        range: std::ops::Range<u64>,
+    ) -> Result<(), TrajectoryError> {
+        let path = self.path;
+        let id = match item.get("call_id") {
+            Some(Value::String(s)) if !s.is_empty() => s.as_str(),
             _ => {
                 return Err(err(
                     path,
@@ -430,33 +601,132 @@ fn replies_and_calls(
                 ))
             }
         };
-        if by_id.contains_key(&id) {
+        let Some(slot) = self.calls.get(id) else {
             return Err(err(
                 path,
                 l.line,
                 "payload.call_id",
-                format!("duplicate call_id `{id}`"),
+                format!("output for unknown call `{id}` (no earlier call has this call_id)"),
+            ));
+        };
+        let c = &mut self.batches[slot.batch].calls[slot.call];
+        if c.original.is_some() {
+            return Err(err(
+                path,
+                l.line,
+                "payload.call_id",
+                format!("second output for call `{id}`"),
             ));
         }
-        by_id.insert(id.clone(), calls.len());
-        calls.push(CallRecord {
-            call: ToolCall {
-                call_id: id.clone(),
-                tool,
-                input,
-                original: None,
-                locator: Locator {
-                    line: l.line,
-                    native_id: Some(id),
-                },
-            },
-            kind,
-            line_index: idx,
-            output_index: None,
-            reply: replies.len(),
-        });
+        if slot.kind.output_type() != ty {
+            return Err(err(
+                path,
+                l.line,
+                "payload.type",
+                format!(
+                    "call `{id}` is answered by `{ty}`, expected `{}`",
+                    slot.kind.output_type()
+                ),
+            ));
+        }
+        let output = item
+            .get("output")
+            .ok_or_else(|| err(path, l.line, "payload.output", "missing output".into()))?;
+        let obs = observation_of(output).ok_or_else(|| {
+            err(
+                path,
+                l.line,
+                "payload.output",
+                "output must be a string, an array of content items or {content, success}".into(),
+            )
+        })?;
+        c.original = Some(obs);
+        self.outputs[slot.batch][slot.call] = range;
+        Ok(())
     }
-    Ok((calls, replies))
+
+    fn finish(self) -> Result<ParsedRollout, TrajectoryError> {
+        let Some(era) = self.era else {
+            return Err(err(self.path, 0, "file", "the rollout is empty".into()));
+        };
+        let Some(meta) = self.meta else {
+            return Err(err(
+                self.path,
+                self.first_line,
+                "session_meta",
+                "no session_meta line: the native session id is unknown".into(),
+            ));
+        };
+        let mut batches = self.batches;
+        for b in &mut batches {
+            b.complete = b.calls.iter().all(|c| c.original.is_some());
+        }
+        let plan = Plan {
+            agent: AGENT.into(),
+            recorded_version: meta.cli_version.clone(),
+            session_id: Some(meta.session_id.clone()),
+            original_cwd: meta.cwd.clone(),
+            batches,
+            model_turns: self.replies.len(),
+            native: Default::default(),
+        };
+        Ok(ParsedRollout {
+            path: self.path.to_path_buf(),
+            era,
+            session_id: meta.session_id,
+            cwd: meta.cwd,
+            cli_version: meta.cli_version,
+            meta_timestamp: meta.timestamp,
+            last_turn_model: self.last_turn_model,
+            last_turn_cwd: self.last_turn_cwd,
+            replies: self.replies,
+            outputs: self.outputs,
+            turn_models: self.turn_models,
+            compacted: self.compacted,
+            plain: self.plain,
+            plan,
+        })
+    }
+}
+
+/// The session meta object `meta` (line `line`); `timestamp` for a wrapped line, else the
+/// object's own.
+fn session_meta(
+    path: &Path,
+    line: usize,
+    meta: &Value,
+    timestamp: Option<&str>,
+) -> Result<SessionMeta, TrajectoryError> {
+    let session_id = match meta.get("id") {
+        Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
+        Some(_) => {
+            return Err(err(
+                path,
+                line,
+                "session_meta.payload.id",
+                "the session id must be a non-empty string".into(),
+            ))
+        }
+        None => {
+            return Err(err(
+                path,
+                line,
+                "session_meta.payload.id",
+                "missing session id".into(),
+            ))
+        }
+    };
+    Ok(SessionMeta {
+        session_id,
+        cwd: meta.get("cwd").and_then(Value::as_str).map(PathBuf::from),
+        cli_version: meta
+            .get("cli_version")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        timestamp: timestamp
+            .or_else(|| meta.get("timestamp").and_then(Value::as_str))
+            .map(str::to_string),
+    })
 }
 
 /// The kind, tool name and input of a call item of type `ty`; `None` when the item is not a
@@ -538,92 +808,6 @@ fn call_of(
     }))
 }
 
-/// Pair an output item (line `l`, index `idx`, type `ty`) with its earlier call.
-fn attach_output(
-    path: &Path,
-    l: &RolloutLine,
-    idx: usize,
-    item: &Value,
-    ty: &str,
-    calls: &mut [CallRecord],
-    by_id: &HashMap<String, usize>,
-) -> Result<(), TrajectoryError> {
-    let id = match item.get("call_id") {
-        Some(Value::String(s)) if !s.is_empty() => s.clone(),
-        _ => {
-            return Err(err(
-                path,
-                l.line,
-                "payload.call_id",
-                format!("a `{ty}` item needs a non-empty string call_id"),
-            ))
-        }
-    };
-    let Some(&ci) = by_id.get(&id) else {
-        return Err(err(
-            path,
-            l.line,
-            "payload.call_id",
-            format!("output for unknown call `{id}` (no earlier call has this call_id)"),
-        ));
-    };
-    let c = &mut calls[ci];
-    if c.output_index.is_some() {
-        return Err(err(
-            path,
-            l.line,
-            "payload.call_id",
-            format!("second output for call `{id}`"),
-        ));
-    }
-    if c.kind.output_type() != ty {
-        return Err(err(
-            path,
-            l.line,
-            "payload.type",
-            format!(
-                "call `{id}` is answered by `{ty}`, expected `{}`",
-                c.kind.output_type()
-            ),
-        ));
-    }
-    let output = item
-        .get("output")
-        .ok_or_else(|| err(path, l.line, "payload.output", "missing output".into()))?;
-    let obs = observation_of(output).ok_or_else(|| {
-        err(
-            path,
-            l.line,
-            "payload.output",
-            "output must be a string, an array of content items or {content, success}".into(),
-        )
-    })?;
-    c.output_index = Some(idx);
-    c.call.original = Some(obs);
-    Ok(())
-}
-
-/// Batches: the calls of each reply, in order.
-fn batches(calls: &[CallRecord]) -> Vec<Batch> {
-    let mut batches: Vec<Batch> = Vec::new();
-    for c in calls {
-        match batches.last_mut() {
-            Some(b) if b.model_turn == c.reply => b.calls.push(c.call.clone()),
-            _ => batches.push(Batch {
-                index: batches.len() + 1,
-                calls: vec![c.call.clone()],
-                model_turn: c.reply,
-                locator: c.call.locator.clone(),
-                complete: false,
-            }),
-        }
-    }
-    for b in &mut batches {
-        b.complete = b.calls.iter().all(|c| c.original.is_some());
-    }
-    batches
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -644,6 +828,41 @@ mod tests {
         assert_eq!(p.plan().batches.len(), 1);
         assert!(p.plan().batches[0].complete);
         assert_eq!(p.plan().model_turns, 2);
+    }
+
+    proptest::proptest! {
+        /// Lines classified from their head give the parse of every line read whole, on
+        /// damaged real rollouts too (same plan, same ranges, same error).
+        #[test]
+        fn heads_parse_as_whole_lines(pos in 0usize..1_000_000, byte in proptest::prelude::any::<u8>(), mode in 0u8..5, which in 0usize..2) {
+            let name = ["rollout-final.jsonl", "rollout-run1.jsonl"][which];
+            let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex/genuine").join(name);
+            let mut bytes = std::fs::read(path).unwrap();
+            let i = pos % bytes.len();
+            match mode {
+                0 => bytes[i] = byte,
+                1 => bytes.truncate(i),
+                2 => bytes.insert(i, byte),
+                _ => {
+                    // A duplicated or a dropped line.
+                    let start = bytes[..i].iter().rposition(|b| *b == b'\n').map_or(0, |p| p + 1);
+                    let end = bytes[i..].iter().position(|b| *b == b'\n').map_or(bytes.len(), |p| i + p + 1);
+                    let line = bytes[start..end].to_vec();
+                    if mode == 3 {
+                        bytes.splice(start..start, line);
+                    } else {
+                        bytes.drain(start..end);
+                    }
+                }
+            }
+            let fast = parse_lines(Path::new("m"), &mut LineReader::new(&bytes[..]), true);
+            let whole = parse_lines(Path::new("m"), &mut LineReader::new(&bytes[..]), false);
+            match (fast, whole) {
+                (Ok(a), Ok(b)) => proptest::prop_assert_eq!(a, b),
+                (Err(a), Err(b)) => proptest::prop_assert_eq!(a.to_string(), b.to_string()),
+                (a, b) => proptest::prop_assert!(false, "{:?} vs {:?}", a.map(|p| p.plan.batches.len()), b.map(|p| p.plan.batches.len())),
+            }
+        }
     }
 
     #[test]

@@ -13,7 +13,8 @@
 //!   `response_item` payload without Codex's private `internal_chat_message_metadata_passthrough`.
 
 use super::parse::{self, ParsedRollout};
-use crate::kit::{AdapterError, RebuildRequest, RebuiltSession};
+use super::scan::{self, Head, LineReader};
+use crate::kit::{AdapterError, Observation, RebuildRequest, RebuiltSession};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -47,12 +48,9 @@ pub fn canonical_item(item: &Value) -> Value {
 
 /// The relative rollout path for a session.
 pub fn rollout_rel_path(parsed: &ParsedRollout) -> PathBuf {
-    let meta = &parsed.lines[parsed.meta_index].value;
-    let ts = meta
-        .get("payload")
-        .and_then(|p| p.get("timestamp"))
-        .or_else(|| meta.get("timestamp"))
-        .and_then(Value::as_str)
+    let ts = parsed
+        .meta_timestamp
+        .as_deref()
         .unwrap_or("1970-01-01T00:00:00");
     let ts: String = ts.chars().take(19).collect();
     let ok = ts.len() == 19 && ts.as_bytes()[4] == b'-' && ts.as_bytes()[10] == b'T';
@@ -73,119 +71,316 @@ pub fn rollout_rel_path(parsed: &ParsedRollout) -> PathBuf {
         ))
 }
 
-/// The model of the last `turn_context` before `upto` (line index), if any.
-pub fn model_of(parsed: &ParsedRollout, upto: usize) -> Option<String> {
-    parsed.lines[..upto.min(parsed.lines.len())]
-        .iter()
-        .rev()
-        .find(|l| l.line_type() == "turn_context")
-        .and_then(|l| {
-            l.value["payload"]
-                .get("model")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        })
+/// The rollout being written: the file, its digest and line count.
+struct Out {
+    file: std::io::BufWriter<std::fs::File>,
+    hash: blake3::Hasher,
+    records: u64,
+    path: PathBuf,
 }
 
-/// Lines (indexes) kept for boundary `after_step`, and the cut index (exclusive).
-pub fn cut_index(parsed: &ParsedRollout, after_step: usize) -> Result<usize, AdapterError> {
-    let plan = parsed.plan();
-    if after_step == 0 || after_step > plan.max_boundary() {
+impl Out {
+    fn write(&mut self, bytes: &[u8]) -> Result<(), AdapterError> {
+        use std::io::Write;
+        self.file.write_all(bytes).map_err(io(&self.path))?;
+        self.hash.update(bytes);
+        Ok(())
+    }
+
+    /// One line (without its newline).
+    fn line(&mut self, text: &[u8]) -> Result<(), AdapterError> {
+        self.write(text)?;
+        self.write(b"\n")?;
+        self.records += 1;
+        Ok(())
+    }
+
+    /// The next `len` bytes of `source`: whole lines, copied as they are.
+    fn copy(
+        &mut self,
+        source: &mut impl std::io::BufRead,
+        mut len: u64,
+        source_path: &Path,
+    ) -> Result<(), AdapterError> {
+        while len > 0 {
+            let buf = source.fill_buf().map_err(io(source_path))?;
+            if buf.is_empty() {
+                return Err(AdapterError::Unsupported(format!(
+                    "{}: the rollout changed since it was parsed (it is shorter)",
+                    source_path.display()
+                )));
+            }
+            let k = buf.len().min(len as usize);
+            let chunk = &buf[..k];
+            self.records += chunk.iter().filter(|&&b| b == b'\n').count() as u64;
+            use std::io::Write;
+            self.file.write_all(chunk).map_err(io(&self.path))?;
+            self.hash.update(chunk);
+            source.consume(k);
+            len -= k as u64;
+        }
+        Ok(())
+    }
+}
+
+/// Rebuild the rollout: its lines up to the last output of batch `after_step`, with the calls'
+/// output lines rewritten where the fresh observation differs from the recorded one. The
+/// source is read once and never held: unchanged bytes are copied as they are.
+pub fn rebuild(req: &RebuildRequest) -> Result<RebuiltSession, AdapterError> {
+    let reparsed;
+    let parsed = match req.plan.native.get::<ParsedRollout>() {
+        Some(p) => p,
+        None => {
+            reparsed = parse::parse_file(req.source)?;
+            &reparsed
+        }
+    };
+    let plan = req.plan;
+    if req.after_step == 0 || req.after_step > plan.max_boundary() {
         return Err(AdapterError::Unsupported(format!(
-            "boundary {after_step} is not selectable (1..={})",
+            "boundary {} is not selectable (1..={})",
+            req.after_step,
             plan.max_boundary()
         )));
     }
-    let batch = &plan.batches[after_step - 1];
-    let mut last = 0;
-    for c in &batch.calls {
-        let rec = parsed
-            .call(&c.call_id)
-            .expect("calls of the plan are in the parse");
-        last = last.max(rec.output_index.expect("a complete batch has outputs"));
-    }
-    if let Some(l) = parsed.lines[..=last]
-        .iter()
-        .find(|l| l.line_type() == "compacted")
-    {
-        return Err(AdapterError::Unsupported(format!(
-            "line {}: a `compacted` history before the boundary is not rebuilt yet",
-            l.line
-        )));
-    }
-    Ok(last + 1)
-}
-
-/// Rebuild the rollout.
-pub fn rebuild(req: &RebuildRequest) -> Result<RebuiltSession, AdapterError> {
-    let parsed = parse::parse_file(req.source)?;
-    let cut = cut_index(&parsed, req.after_step)?;
-    let allowed: std::collections::HashSet<&str> = parsed.plan().batches[..req.after_step]
-        .iter()
-        .flat_map(|b| b.calls.iter().map(|c| c.call_id.as_str()))
-        .collect();
-    let mut out = String::new();
-    let mut prefix = Vec::new();
-    let mut records = 0u64;
-    for (idx, l) in parsed.lines[..cut].iter().enumerate() {
-        let mut line = l.raw.clone();
-        let mut item = l.response_item(parsed.era).cloned();
-        if let Some(it) = item.as_mut() {
-            let ty = it
-                .get("type")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string();
-            if ty == "function_call_output" || ty == "custom_tool_call_output" {
-                let id = it["call_id"].as_str().unwrap_or("").to_string();
-                if let (true, Some(obs)) =
-                    (allowed.contains(id.as_str()), req.observations.get(&id))
-                {
-                    let orig = parsed.call(&id).and_then(|c| c.call.original.clone());
-                    if orig.as_ref() != Some(obs) {
-                        let new_out = match &obs.native {
-                            Some(n) => n.clone(),
-                            None => Value::String(obs.text.clone()),
-                        };
-                        it["output"] = new_out;
-                        let mut v = l.value.clone();
-                        match parsed.era {
-                            parse::Era::Wrapped => v["payload"] = it.clone(),
-                            parse::Era::Bare => v = it.clone(),
-                        }
-                        line = serde_json::to_string(&v).expect("serialize a JSON value");
-                    }
-                }
-            }
-            prefix.push(canonical_item(it));
-        }
-        let _ = idx;
-        out.push_str(&line);
-        out.push('\n');
-        records += 1;
-    }
     let home = codex_home(req.state_dir);
-    let rel = rollout_rel_path(&parsed);
-    let native_path = home.join(&rel);
-    std::fs::create_dir_all(native_path.parent().expect("has a parent"))
-        .map_err(io(&native_path))?;
-    std::fs::write(&native_path, &out).map_err(io(&native_path))?;
-    let model = model_of(&parsed, cut).unwrap_or_else(|| "gpt-5.5".into());
-    let config = config_toml(&model, "http://127.0.0.1:9/v1");
+    let native_path = home.join(rollout_rel_path(parsed));
+    let dir = native_path.parent().expect("has a parent");
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let tmp = dir.join(".pvisor-rebuild.tmp");
+    let file = std::fs::File::create(&tmp).map_err(io(&tmp))?;
+    let mut out = Out {
+        file: std::io::BufWriter::with_capacity(1 << 20, file),
+        hash: blake3::Hasher::new(),
+        records: 0,
+        path: tmp.clone(),
+    };
+    let source = std::fs::File::open(req.source).map_err(io(req.source))?;
+    let source = std::io::BufReader::with_capacity(1 << 20, source);
+    // A plain file (no blank line, no `\r`) is cut and copied by byte ranges; otherwise, or
+    // when the continuation needs the prefix items, it is read line by line.
+    let by_ranges =
+        parsed.plain && !req.for_continuation && parsed.outputs.len() == plan.batches.len();
+    let written = if by_ranges {
+        copy_by_ranges(req, parsed, source, &mut out).map(|model| (model, vec![]))
+    } else {
+        copy_by_lines(req, parsed, source, &mut out)
+    };
+    let written = written.and_then(|w| {
+        use std::io::Write;
+        out.file.flush().map_err(io(&tmp))?;
+        Ok(w)
+    });
+    let (model, prefix) = match written {
+        Ok(w) => w,
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+    };
+    std::fs::rename(&tmp, &native_path).map_err(io(&native_path))?;
+    let config = config_toml(
+        model.as_deref().unwrap_or("gpt-5.5"),
+        "http://127.0.0.1:9/v1",
+    );
     let cfg_path = home.join("config.toml");
     std::fs::write(&cfg_path, config).map_err(io(&cfg_path))?;
     if let Some(p) = req.artifact_path.parent() {
         std::fs::create_dir_all(p).map_err(io(p))?;
     }
-    std::fs::write(req.artifact_path, &out).map_err(io(req.artifact_path))?;
+    std::fs::copy(&native_path, req.artifact_path).map_err(io(req.artifact_path))?;
     Ok(RebuiltSession {
         native_path,
         artifact_path: req.artifact_path.to_path_buf(),
-        digest: crate::digest::blake3(out.as_bytes()),
-        records,
+        digest: format!("blake3:{}", out.hash.finalize().to_hex()),
+        records: out.records,
         session_id: parsed.session_id.clone(),
         prefix,
     })
+}
+
+/// The output line `line` (a wrapped line or a bare item) with its item's output replaced by
+/// `obs`: the new line and the new item.
+fn with_output(mut line: Value, era: parse::Era, obs: &Observation) -> (Vec<u8>, Value) {
+    let output = match &obs.native {
+        Some(n) => n.clone(),
+        None => Value::String(obs.text.clone()),
+    };
+    let item = match era {
+        parse::Era::Wrapped => &mut line["payload"],
+        parse::Era::Bare => &mut line,
+    };
+    item["output"] = output;
+    let item = item.clone();
+    let text = serde_json::to_vec(&line).expect("serialize a JSON value");
+    (text, item)
+}
+
+/// Copy the rollout up to the cut from the byte ranges the parse kept, rewriting the output
+/// lines whose observation changed. The model of the last `turn_context` before the cut.
+fn copy_by_ranges(
+    req: &RebuildRequest,
+    parsed: &ParsedRollout,
+    mut source: impl std::io::BufRead,
+    out: &mut Out,
+) -> Result<Option<String>, AdapterError> {
+    let n = req.after_step;
+    let cut = parsed.outputs[n - 1]
+        .iter()
+        .map(|r| r.end)
+        .max()
+        .unwrap_or(0);
+    if let Some((line, start)) = parsed.compacted {
+        if start < cut {
+            return Err(compacted(line));
+        }
+    }
+    let model = parsed
+        .turn_models
+        .iter()
+        .rev()
+        .find(|(start, _)| *start < cut)
+        .and_then(|(_, m)| m.clone());
+    let mut changed: Vec<(std::ops::Range<u64>, &Observation)> = vec![];
+    for (b, batch) in req.plan.batches[..n].iter().enumerate() {
+        for (c, call) in batch.calls.iter().enumerate() {
+            if let Some(obs) = req.observations.get(&call.call_id) {
+                if call.original.as_ref() != Some(obs) {
+                    changed.push((parsed.outputs[b][c].clone(), obs));
+                }
+            }
+        }
+    }
+    changed.sort_by_key(|(r, _)| r.start);
+    let mut pos = 0u64;
+    let mut line = vec![];
+    for (range, obs) in changed {
+        out.copy(&mut source, range.start - pos, req.source)?;
+        line.resize((range.end - range.start) as usize, 0);
+        source.read_exact(&mut line).map_err(io(req.source))?;
+        let value: Value = serde_json::from_slice(line.strip_suffix(b"\n").unwrap_or(&line))
+            .map_err(|e| changed_source(req, &e.to_string()))?;
+        let (text, _) = with_output(value, parsed.era, obs);
+        out.line(&text)?;
+        pos = range.end;
+    }
+    out.copy(&mut source, cut - pos, req.source)?;
+    Ok(model)
+}
+
+fn changed_source(req: &RebuildRequest, why: &str) -> AdapterError {
+    AdapterError::Unsupported(format!(
+        "{}: the rollout changed since it was parsed ({why})",
+        req.source.display()
+    ))
+}
+
+/// Copy the rollout up to the cut line by line (blank lines dropped, `\r` removed), rewriting
+/// the output lines whose observation changed and collecting the prefix items when the
+/// continuation needs them. The model of the last `turn_context` before the cut.
+fn copy_by_lines(
+    req: &RebuildRequest,
+    parsed: &ParsedRollout,
+    source: impl std::io::BufRead,
+    out: &mut Out,
+) -> Result<(Option<String>, Vec<Value>), AdapterError> {
+    // The cut is the line of batch N's last output.
+    let mut pending: std::collections::HashSet<&str> = req.plan.batches[req.after_step - 1]
+        .calls
+        .iter()
+        .map(|c| c.call_id.as_str())
+        .collect();
+    let mut lines = LineReader::new(source);
+    let mut prefix = Vec::new();
+    let mut model: Option<String> = None;
+    while !pending.is_empty() {
+        let Some(l) = lines.next_line().map_err(io(req.source))? else {
+            return Err(changed_source(
+                req,
+                &format!("it ends before the last output of batch {}", req.after_step),
+            ));
+        };
+        if scan::is_blank(l.text) {
+            continue;
+        }
+        // A line that is not a call's output needs only its head (unless the prefix is
+        // wanted, which holds every response item).
+        let head = (parsed.era == parse::Era::Wrapped && !req.for_continuation)
+            .then(|| Head::of(l.text))
+            .flatten()
+            .filter(|h| {
+                h.line_type() != "response_item"
+                    || h.payload_type().is_some_and(|t| !t.ends_with("_output"))
+            });
+        if let Some(h) = head {
+            match h.line_type() {
+                "turn_context" => {
+                    model = h
+                        .payload
+                        .as_ref()
+                        .and_then(|p| p.model.as_deref())
+                        .map(str::to_string)
+                }
+                "compacted" => return Err(compacted(l.number)),
+                _ => {}
+            }
+            out.line(l.text)?;
+            continue;
+        }
+        let Ok(value) = serde_json::from_slice::<Value>(l.text) else {
+            // The parse accepted the file: only a torn final line fails here.
+            continue;
+        };
+        let line = parse::RolloutLine {
+            line: l.number,
+            value,
+        };
+        match line.line_type() {
+            "turn_context" => {
+                model = line.value["payload"]
+                    .get("model")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            }
+            "compacted" => return Err(compacted(l.number)),
+            _ => {}
+        }
+        let Some(item) = line.response_item(parsed.era) else {
+            out.line(l.text)?;
+            continue;
+        };
+        let ty = item.get("type").and_then(Value::as_str).unwrap_or("");
+        let id = item.get("call_id").and_then(Value::as_str).unwrap_or("");
+        let fresh = if ty == "function_call_output" || ty == "custom_tool_call_output" {
+            pending.remove(id);
+            req.observations.get(id).filter(|obs| {
+                item.get("output").and_then(parse::observation_of).as_ref() != Some(*obs)
+            })
+        } else {
+            None
+        };
+        let item = match fresh {
+            Some(obs) => {
+                let (text, item) = with_output(line.value.clone(), parsed.era, obs);
+                out.line(&text)?;
+                item
+            }
+            None => {
+                out.line(l.text)?;
+                item.clone()
+            }
+        };
+        if req.for_continuation {
+            prefix.push(canonical_item(&item));
+        }
+    }
+    Ok((model, prefix))
+}
+
+fn compacted(line: usize) -> AdapterError {
+    AdapterError::Unsupported(format!(
+        "line {line}: a `compacted` history before the boundary is not rebuilt yet"
+    ))
 }
 
 /// config.toml of the isolated home.

@@ -155,9 +155,8 @@ fn pretty(s: &str) -> String {
 fn parse_with(agent: &str, path: &Path) -> Result<Plan, String> {
     let registry = crate::adapters::registry();
     let entry = registry.get(agent).map_err(|e| e.to_string())?;
-    let adapter = (entry.make)();
-    let bytes = adapter
-        .read_input(path)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    adapter.parse(path, &bytes).map_err(|e| e.to_string())
+    (entry.make)()
+        .parse_path(path)
+        .map(|(plan, _)| plan)
+        .map_err(|e| e.to_string())
 }
