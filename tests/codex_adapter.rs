@@ -8,7 +8,7 @@ mod codex;
 
 use pvisor::adapters::codex::{
     agent::{Codex, CodexTools},
-    parse, rebuild, tools,
+    parse, tools,
 };
 use pvisor::kit::{Adapter, ExecContext, Observation, RebuildRequest, ToolClass, ToolRunner};
 use serde_json::Value;

@@ -264,9 +264,23 @@ pub struct TrajectoryParsed {
     #[serde(default)]
     pub recorded_version: Option<String>,
     pub model_turns: u64,
+    /// The batches, or the first of them when `batch_count` says there are more.
     pub batches: Vec<BatchSummary>,
     /// Blob holding the full plan (JSON).
     pub plan_blob: String,
+    /// (1.7) The number of batches of the trajectory, when larger than `batches`: the others
+    /// follow in `batches_listed` events, in order, before `boundary_validated`. Absent when
+    /// `batches` holds them all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_count: Option<u64>,
+}
+
+/// (1.7) The next batch summaries of a trajectory too long for one `trajectory_parsed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchesListed {
+    /// The index of the first batch listed here (1-based, one past the last listed before).
+    pub first: u64,
+    pub batches: Vec<BatchSummary>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -664,6 +678,23 @@ macro_rules! events {
                     Event::Unknown { .. } => serde_json::Value::Null,
                 }
             }
+            /// The body, to serialize as it is (what [`Event::body_json`] holds, written
+            /// without building the value first; an unknown kind is a unit, JSON `null`).
+            pub fn body(&self) -> EventBody<'_> {
+                EventBody(self)
+            }
+        }
+
+        /// An event's body as a [`Serialize`] (see [`Event::body`]).
+        pub struct EventBody<'a>(&'a Event);
+
+        impl Serialize for EventBody<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                match self.0 {
+                    $( Event::$name(b) => b.serialize(s), )*
+                    Event::Unknown { .. } => s.serialize_unit(),
+                }
+            }
         }
 
         /// Every known kind with its name.
@@ -696,6 +727,7 @@ const fn kind_name(kind: u16) -> &'static str {
         21 => "workspace_restored",
         22 => "inner_call_finished",
         23 => "blob_stored",
+        24 => "batches_listed",
         _ => "unknown",
     }
 }
@@ -724,4 +756,5 @@ events! {
     21 => WorkspaceRestored(WorkspaceRestored),
     22 => InnerCallFinished(InnerCallFinished),
     23 => BlobStored(BlobStored),
+    24 => BatchesListed(BatchesListed),
 }

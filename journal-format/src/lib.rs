@@ -38,10 +38,13 @@ pub use record::{ChainHash, RecordFrame};
 /// - 1.3: optional `agent_exited.stopped_by`; 1.4: optional
 ///   `continuation_started.from_boundary`.
 /// - 1.5: event kind 22 `inner_call_finished` (a tool call made by a call's own code).
+/// - 1.6: event kind 23 `blob_stored` (a small blob carried by the journal).
+/// - 1.7: event kind 24 `batches_listed` and optional `trajectory_parsed.batch_count`: the
+///   batch summaries of a long trajectory in bounded events.
 pub const FORMAT_MAJOR: u16 = 1;
 /// Current format minor version. Writers refuse to append to a file whose minor is greater
 /// (an older writer would drop data a newer one relies on).
-pub const FORMAT_MINOR: u16 = 6;
+pub const FORMAT_MINOR: u16 = 7;
 
 /// Hard cap on a record payload. Checked before any allocation.
 pub const MAX_PAYLOAD: u32 = 16 * 1024 * 1024;

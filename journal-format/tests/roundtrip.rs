@@ -102,6 +102,7 @@ fn build(kind: u16, s: &[String], n: &[u64], b: &[bool]) -> Event {
                 })
                 .collect(),
             plan_blob: st(4),
+            batch_count: if bo(2) { Some(nu(3)) } else { None },
         }),
         3 => Event::BoundaryValidated(BoundaryValidated {
             after_step: nu(0),
@@ -265,6 +266,25 @@ fn build(kind: u16, s: &[String], n: &[u64], b: &[bool]) -> Event {
             blob: st(0),
             bytes: st(1).into_bytes(),
         }),
+        24 => Event::BatchesListed(BatchesListed {
+            first: nu(0),
+            batches: (0..nu(1) % 4)
+                .map(|i| BatchSummary {
+                    index: i,
+                    model_turn: nu(i as usize),
+                    locator: st(i as usize),
+                    calls: (0..nu(2) % 3)
+                        .map(|j| CallSummary {
+                            call_id: st(j as usize),
+                            tool: st(j as usize + 1),
+                            args_digest: st(2),
+                            class,
+                        })
+                        .collect(),
+                    complete: bo(0),
+                })
+                .collect(),
+        }),
         k => Event::Unknown {
             kind: k,
             payload: st(0).into_bytes(),
@@ -275,7 +295,7 @@ fn build(kind: u16, s: &[String], n: &[u64], b: &[bool]) -> Event {
 #[test]
 fn kinds_are_dense_and_named() {
     let kinds: Vec<u16> = KINDS.iter().map(|(k, _)| *k).collect();
-    assert_eq!(kinds, (1..=23).collect::<Vec<_>>());
+    assert_eq!(kinds, (1..=24).collect::<Vec<_>>());
     for (k, name) in KINDS {
         assert_ne!(*name, "unknown", "kind {k} has no name");
         let e = build(*k, &["x".into()], &[1], &[true]);
@@ -287,7 +307,7 @@ fn kinds_are_dense_and_named() {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(400))]
     #[test]
-    fn every_event_kind_round_trips(kind in 1u16..=25, s in prop::collection::vec(".{0,40}", 1..14), n in prop::collection::vec(any::<u64>(), 1..6), b in prop::collection::vec(any::<bool>(), 1..14), at in any::<u64>(), id in any::<[u8; 16]>()) {
+    fn every_event_kind_round_trips(kind in 1u16..=26, s in prop::collection::vec(".{0,40}", 1..14), n in prop::collection::vec(any::<u64>(), 1..6), b in prop::collection::vec(any::<bool>(), 1..14), at in any::<u64>(), id in any::<[u8; 16]>()) {
         let events = vec![build(kind, &s, &n, &b), build(kind % 23 + 1, &s, &n, &b)];
         let header = FileHeader::new(JournalId(id), at);
         let mut bytes = header.encode().to_vec();

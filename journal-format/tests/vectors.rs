@@ -107,6 +107,7 @@ pub fn complete_events() -> Vec<Event> {
                 },
             ],
             plan_blob: blake3::hash(b"plan").to_hex().to_string(),
+            batch_count: None,
         }),
         Event::BoundaryValidated(BoundaryValidated {
             after_step: 2,
@@ -497,6 +498,29 @@ pub fn v1_6_events() -> Vec<Event> {
     evs
 }
 
+/// Format 1.7: the batch summaries in two events, the first batch in `trajectory_parsed`
+/// (with `batch_count`) and the others in `batches_listed` right after it.
+pub fn v1_7_events() -> Vec<Event> {
+    let mut evs = v1_6_events();
+    let at = evs
+        .iter()
+        .position(|e| matches!(e, Event::TrajectoryParsed(_)))
+        .expect("a parse");
+    let Event::TrajectoryParsed(t) = &mut evs[at] else {
+        unreachable!()
+    };
+    t.batch_count = Some(t.batches.len() as u64);
+    let rest = t.batches.split_off(1);
+    evs.insert(
+        at + 1,
+        Event::BatchesListed(BatchesListed {
+            first: 2,
+            batches: rest,
+        }),
+    );
+    evs
+}
+
 fn vectors() -> Vec<(&'static str, Vec<u8>)> {
     let complete = encode(&header(), &complete_events());
     let offs = offsets(&complete);
@@ -541,6 +565,9 @@ fn vectors() -> Vec<(&'static str, Vec<u8>)> {
     let mut h16 = header();
     h16.minor = 6;
     let v16 = encode(&h16, &v1_6_events());
+    let mut h17 = header();
+    h17.minor = 7;
+    let v17 = encode(&h17, &v1_7_events());
     vec![
         ("complete", complete),
         ("torn-tail", torn),
@@ -553,6 +580,7 @@ fn vectors() -> Vec<(&'static str, Vec<u8>)> {
         ("complete-1.4", v14),
         ("complete-1.5", v15),
         ("complete-1.6", v16),
+        ("complete-1.7", v17),
     ]
 }
 
@@ -711,6 +739,27 @@ fn the_1_6_vector_decodes_back_and_older_events_encode_as_before() {
     // The 1.5 events are a subset: none of them changed its encoding.
     let n = complete_records_without(23);
     assert_eq!(n + 1, got.len());
+}
+
+#[test]
+fn the_1_7_vector_decodes_back_and_older_events_encode_as_before() {
+    let got = read_vector("complete-1.7", 7);
+    assert_eq!(got, v1_7_events());
+    let listed = got.iter().find(|e| e.kind() == 24).unwrap();
+    assert_eq!(listed.name(), "batches_listed");
+    let (Some(Event::TrajectoryParsed(t)), Event::BatchesListed(l)) =
+        (got.iter().find(|e| e.kind() == 2), listed)
+    else {
+        unreachable!()
+    };
+    assert_eq!(
+        t.batch_count,
+        Some((t.batches.len() + l.batches.len()) as u64)
+    );
+    assert_eq!(l.first, t.batches.len() as u64 + 1);
+    // Without `batch_count` a trajectory_parsed encodes as in 1.0 (the complete vector).
+    let n = complete_records_without(24);
+    assert_eq!(n + 2, got.len());
 }
 
 /// The events of golden vector `name`, whose header has minor version `minor`.

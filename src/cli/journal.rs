@@ -10,7 +10,7 @@ use super::error::CliError;
 use super::exit;
 use crate::fold::{self, ReplayState};
 use crate::journal::{read_events, resolve_path, JournalError};
-use crate::report::{export::export_line, export::rfc3339, summary};
+use crate::report::{export::rfc3339, export::write_export_line, summary};
 
 #[derive(Debug, Subcommand)]
 pub enum JournalCmd {
@@ -232,7 +232,7 @@ fn export(path: PathBuf, output: Option<PathBuf>) -> Result<i32, CliError> {
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
     };
     read_events(&file, |e| {
-        let _ = writeln!(sink, "{}", export_line(&e));
+        let _ = write_export_line(&mut sink, &e);
         Ok(())
     })?;
     let _ = sink.flush();

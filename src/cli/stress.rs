@@ -59,6 +59,7 @@ fn next(s: &ReplayState, started_here: bool, batches: u64) -> Option<Event> {
                 })
                 .collect(),
             plan_blob: "-".into(),
+            batch_count: None,
         }),
         Phase::Parsed => Event::BoundaryValidated(BoundaryValidated {
             after_step: batches,

@@ -11,6 +11,8 @@ pub enum Step {
     Request,
     /// Parse the trajectory (`trajectory_parsed`).
     Parse,
+    /// List the next batch summaries of a long trajectory, from this batch (`batches_listed`).
+    ListBatches(u64),
     /// Check the boundary, tools and budget (`boundary_validated`).
     Validate,
     /// Write the prepared native prefix with the original observations.
@@ -40,7 +42,10 @@ pub fn decide(s: &ReplayState) -> Step {
     match s.phase {
         Phase::Empty => Step::Request,
         Phase::Requested => Step::Parse,
-        Phase::Parsed => Step::Validate,
+        Phase::Parsed => match s.batches_to_list() {
+            Some(first) => Step::ListBatches(first),
+            None => Step::Validate,
+        },
         Phase::Validated => Step::Prepare,
         Phase::Prepared if mode == Some(Mode::PrepareOnly) => Step::Finish,
         Phase::Prepared => Step::StartBatch(1),

@@ -294,6 +294,9 @@ fn drive(
                 rec.record(perform::request_event(req, None))?;
             }
             Step::Parse => plan = Some(perform::parse(rec, adapter, req)?),
+            Step::ListBatches(first) => {
+                perform::list_batches(rec, adapter, plan.as_ref().unwrap(), first)?
+            }
             Step::Validate => perform::validate(rec, adapter, agent, req, plan.as_ref().unwrap())?,
             Step::Prepare => {
                 let p = plan.as_ref().unwrap();

@@ -2,7 +2,6 @@
 //! comparison, result. Idempotent: a resumed or re-run finished journal rewrites the same
 //! files, so a crash between the last event and these files loses nothing.
 
-use std::io::Write;
 use std::path::Path;
 
 use super::recorder::Recorder;
@@ -10,7 +9,7 @@ use crate::fold::result::files;
 use crate::fold::ReplayResult;
 use crate::journal::blobs::write_atomic;
 use crate::kit::Observation;
-use crate::report::export::export_line;
+use crate::report::export::write_export_line;
 
 fn io(p: &Path, e: std::io::Error) -> String {
     format!("{}: {e}", p.display())
@@ -59,7 +58,7 @@ pub fn write_all(
     let path = out.join(files::JOURNAL_EXPORT);
     let mut buf = Vec::new();
     crate::journal::read_events(rec.journal.path(), |e| {
-        let _ = writeln!(buf, "{}", export_line(&e));
+        let _ = write_export_line(&mut buf, &e);
         Ok(())
     })
     .map_err(|e| e.to_string())?;

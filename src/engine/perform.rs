@@ -69,19 +69,27 @@ fn another_agent(tried: &str, req: &ReplayRequest) -> Option<&'static str> {
         .map(|e| e.name)
 }
 
-pub fn parse(
-    rec: &mut Recorder,
-    adapter: &dyn Adapter,
-    req: &ReplayRequest,
-) -> Result<Plan, RunError> {
-    let (plan, sha) = parse_source(adapter, req)?;
-    let plan_json =
-        serde_json::to_vec_pretty(&plan).map_err(|e| RunError::Internal(e.to_string()))?;
-    let plan_blob = rec.blob(&plan_json)?;
-    let batches = plan
-        .batches
-        .iter()
-        .map(|b| BatchSummary {
+/// The batch summaries journaled in one event are at most about this large (the format caps
+/// a record at 16 MiB): a longer trajectory lists the others in `batches_listed` events.
+const SUMMARIES_PER_EVENT_BYTES: usize = 1 << 20;
+
+/// The summaries of the plan's batches from index `from` (0-based), as many as fit in one
+/// event.
+fn summaries(adapter: &dyn Adapter, plan: &Plan, from: usize) -> Vec<BatchSummary> {
+    let mut size = 0;
+    let mut out = vec![];
+    for b in &plan.batches[from.min(plan.batches.len())..] {
+        let bytes: usize = b
+            .calls
+            .iter()
+            .map(|c| c.call_id.len() + c.tool.len() + 120)
+            .sum::<usize>()
+            + 40;
+        if !out.is_empty() && size + bytes > SUMMARIES_PER_EVENT_BYTES {
+            break;
+        }
+        size += bytes;
+        out.push(BatchSummary {
             index: b.index as u64,
             model_turn: b.model_turn as u64,
             locator: format!("line:{}", b.locator.line),
@@ -96,8 +104,22 @@ pub fn parse(
                 })
                 .collect(),
             complete: b.complete,
-        })
-        .collect();
+        });
+    }
+    out
+}
+
+pub fn parse(
+    rec: &mut Recorder,
+    adapter: &dyn Adapter,
+    req: &ReplayRequest,
+) -> Result<Plan, RunError> {
+    let (plan, sha) = parse_source(adapter, req)?;
+    let plan_json = serde_json::to_vec(&plan).map_err(|e| RunError::Internal(e.to_string()))?;
+    let plan_blob = rec.blob(&plan_json)?;
+    drop(plan_json);
+    let batches = summaries(adapter, &plan, 0);
+    let batch_count = (batches.len() < plan.batches.len()).then_some(plan.batches.len() as u64);
     rec.record(Event::TrajectoryParsed(TrajectoryParsed {
         source_path: req.trajectory.display().to_string(),
         source_sha256: sha,
@@ -106,8 +128,21 @@ pub fn parse(
         model_turns: plan.model_turns as u64,
         batches,
         plan_blob,
+        batch_count,
     }))?;
     Ok(plan)
+}
+
+/// Journal the next summaries of a long trajectory, from batch `first` (1-based).
+pub fn list_batches(
+    rec: &mut Recorder,
+    adapter: &dyn Adapter,
+    plan: &Plan,
+    first: u64,
+) -> Result<(), RunError> {
+    let batches = summaries(adapter, plan, first as usize - 1);
+    rec.record_deferred(Event::BatchesListed(BatchesListed { first, batches }))?;
+    Ok(())
 }
 
 pub fn validate(

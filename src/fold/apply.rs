@@ -87,7 +87,36 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
             s.parsed = Some(t.clone());
             s.phase = Phase::Parsed;
         }
+        (Phase::Parsed, Event::BatchesListed(l)) => {
+            let Some(next) = s.batches_to_list() else {
+                return Err(err(
+                    s,
+                    "batches listed beyond the parsed batch count".into(),
+                ));
+            };
+            if l.first != next {
+                return Err(err(
+                    s,
+                    format!("batches listed from {}, expected from {next}", l.first),
+                ));
+            }
+            let p = s.parsed.as_mut().expect("batches_to_list needs a parse");
+            let count = p.batch_count.unwrap_or(0);
+            if p.batches.len() as u64 + l.batches.len() as u64 > count {
+                return Err(err(
+                    s,
+                    format!("batches listed beyond the parsed batch count {count}"),
+                ));
+            }
+            p.batches.extend(l.batches.iter().cloned());
+        }
         (Phase::Parsed, Event::BoundaryValidated(b)) => {
+            if let Some(next) = s.batches_to_list() {
+                return Err(err(
+                    s,
+                    format!("boundary validated before batch {next} was listed"),
+                ));
+            }
             let n = s
                 .parsed
                 .as_ref()

@@ -186,6 +186,13 @@ impl Default for ReplayState {
 }
 
 impl ReplayState {
+    /// The index of the next batch a `batches_listed` must list, while the parse's summaries
+    /// are still incomplete (format 1.7).
+    pub fn batches_to_list(&self) -> Option<u64> {
+        let p = self.parsed.as_ref()?;
+        let listed = p.batches.len() as u64;
+        (p.batch_count? > listed).then_some(listed + 1)
+    }
     pub fn mode(&self) -> Option<Mode> {
         self.request.as_ref().map(|r| r.mode)
     }

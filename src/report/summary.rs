@@ -25,11 +25,20 @@ pub fn summary(e: &Event) -> String {
             }
         ),
         Event::TrajectoryParsed(t) => format!(
-            "{} batches, {} model turns, session {} ({})",
-            t.batches.len(),
+            "{} batches{}, {} model turns, session {} ({})",
+            t.batch_count.unwrap_or(t.batches.len() as u64),
+            match t.batch_count {
+                Some(_) => format!(" ({} listed here)", t.batches.len()),
+                None => String::new(),
+            },
             t.model_turns,
             t.session_id.as_deref().unwrap_or("-"),
             short(&t.source_sha256)
+        ),
+        Event::BatchesListed(l) => format!(
+            "batches {}..={}",
+            l.first,
+            (l.first + l.batches.len() as u64).saturating_sub(1)
         ),
         Event::BoundaryValidated(b) => format!(
             "after_step={} prefix_calls={} prefix_turns={} live_budget={}",

@@ -1,0 +1,144 @@
+//! A trajectory too long for one `trajectory_parsed` event (format 1.7): its batch summaries
+//! are journaled in bounded `batches_listed` events, a run killed between them resumes and
+//! lists the rest, and the prepared session is the source's prefix byte for byte.
+//!
+//! The rollout is the genuine Codex session's header followed by copies of its first batch
+//! with fresh call ids (as `benches/scale.rs` generates them).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use journal_format::Event;
+use serde_json::Value;
+
+const PVISOR: &str = env!("CARGO_BIN_EXE_pvisor");
+const BATCHES: usize = 12_000;
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex/genuine/rollout-final.jsonl")
+}
+
+/// Write a rollout of `batches` one-call batches; returns its bytes.
+fn rollout(path: &Path, batches: usize) -> Vec<u8> {
+    let text = std::fs::read_to_string(fixture()).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = String::new();
+    for l in &lines[..8] {
+        out.push_str(l);
+        out.push('\n');
+    }
+    for i in 0..batches {
+        for l in &lines[8..16] {
+            out.push_str(&l.replace("_t000", &format!("_b{i:07}")));
+            out.push('\n');
+        }
+    }
+    std::fs::write(path, &out).unwrap();
+    out.into_bytes()
+}
+
+fn events(journal: &Path) -> Vec<Event> {
+    let mut evs = vec![];
+    pvisor::journal::read_events(journal, |e| {
+        evs.push(e.event);
+        Ok(())
+    })
+    .unwrap();
+    evs
+}
+
+#[test]
+fn a_long_trajectory_is_listed_in_bounded_events_and_resumes_between_them() {
+    let root = tempfile::tempdir().unwrap();
+    let src = root.path().join("rollout.jsonl");
+    let bytes = rollout(&src, BATCHES);
+    let work = root.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let run = |id: &str, failpoint: Option<&str>| {
+        let mut c = Command::new(PVISOR);
+        c.args(["replay", "--agent", "codex", "--trajectory"])
+            .arg(&src)
+            .args(["--after-step", &BATCHES.to_string(), "--prepare-only"])
+            .arg("--workspace")
+            .arg(&work)
+            .arg("--state-dir")
+            .arg(root.path().join("state"))
+            .arg("--output-dir")
+            .arg(root.path().join("out"))
+            .args(["--run-id", id]);
+        if let Some(f) = failpoint {
+            c.env("PVISOR_FAILPOINT", f);
+        }
+        c.output().unwrap()
+    };
+    // Killed right after trajectory_parsed: the summaries after the first event are missing.
+    let killed = run("long", Some("after-event:2"));
+    assert!(
+        !killed.status.success(),
+        "the failpoint did not stop the run"
+    );
+    let journal = root.path().join("state/long/journal.pvj");
+    let evs = events(&journal);
+    let Some(Event::TrajectoryParsed(t)) = evs.last() else {
+        panic!("the journal ends at {:?}", evs.last().map(Event::name));
+    };
+    assert_eq!(t.batch_count, Some(BATCHES as u64));
+    assert!(t.batches.len() < BATCHES, "{}", t.batches.len());
+    // Resumed: the rest is listed, in order, and the run completes.
+    let resumed = Command::new(PVISOR)
+        .args(["replay", "--resume-journal"])
+        .arg(root.path().join("state/long"))
+        .output()
+        .unwrap();
+    assert!(
+        resumed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    let result: Value = serde_json::from_slice(&resumed.stdout).unwrap();
+    assert_eq!(result["phase"], "prepared");
+    assert_eq!(result["prefix_model_turns"], BATCHES as u64);
+    let evs = events(&journal);
+    let mut listed: Vec<u64> = vec![];
+    let mut max_payload = 0;
+    for e in &evs {
+        max_payload = max_payload.max(e.encode_payload().len());
+        match e {
+            Event::TrajectoryParsed(t) => listed.extend(t.batches.iter().map(|b| b.index)),
+            Event::BatchesListed(l) => {
+                assert_eq!(l.first, listed.len() as u64 + 1);
+                listed.extend(l.batches.iter().map(|b| b.index));
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(listed, (1..=BATCHES as u64).collect::<Vec<_>>());
+    assert!(
+        evs.iter().filter(|e| e.kind() == 24).count() >= 2,
+        "the summaries should need several events"
+    );
+    assert!(max_payload < 2 << 20, "an event of {max_payload} bytes");
+    // The prepared session is the source up to the last batch's output (its token count
+    // line is after the cut).
+    let prepared =
+        std::fs::read(root.path().join("out/long/native/prepared-session.jsonl")).unwrap();
+    assert!(bytes.starts_with(&prepared));
+    let text = std::str::from_utf8(&prepared).unwrap();
+    assert!(text
+        .lines()
+        .last()
+        .unwrap()
+        .contains("function_call_output"));
+    // Offline checks read the chunked journal.
+    let verify = Command::new(PVISOR)
+        .args(["journal", "audit"])
+        .arg(root.path().join("state/long"))
+        .output()
+        .unwrap();
+    assert!(
+        verify.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&verify.stdout),
+        String::from_utf8_lossy(&verify.stderr)
+    );
+}
