@@ -427,8 +427,16 @@ fn every_documented_exit_code_is_produced() {
         }
         std::fs::write(d.join("journal.pvj"), bytes).unwrap();
     }
+    // The default verify checks the records only (intact); --deep folds them.
     let r = run(&["journal", "verify", &d.display().to_string()]);
-    assert_eq!(r.code, exit::JOURNAL_ILLEGAL_ORDER, "verify: {}", r.stderr);
+    assert_eq!(r.code, exit::OK, "verify: {}", r.stderr);
+    let r = run(&["journal", "verify", "--deep", &d.display().to_string()]);
+    assert_eq!(
+        r.code,
+        exit::JOURNAL_ILLEGAL_ORDER,
+        "verify --deep: {}",
+        r.stderr
+    );
     let r = run(&["replay", "--resume-journal", &d.display().to_string()]);
     assert_eq!(r.code, exit::JOURNAL_ILLEGAL_ORDER, "resume: {}", r.stderr);
     seen.insert(r.code);

@@ -47,6 +47,18 @@ pub struct RecordReader<R: Read> {
     records: u64,
     tail: Option<TailState>,
     failed: bool,
+    /// The bytes of the last record read (reused by [`Self::scan`], moved into each
+    /// [`RecordFrame`] by [`Self::next_record`]).
+    buf: Vec<u8>,
+}
+
+/// What [`RecordReader`] learned of a valid record whose bytes are in its buffer.
+struct Valid {
+    seq: u64,
+    kind: u16,
+    at_ms: u64,
+    chain: ChainHash,
+    offset: u64,
 }
 
 fn read_full<R: Read>(r: &mut R, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -84,6 +96,7 @@ impl<R: Read> RecordReader<R> {
             records: 0,
             tail: None,
             failed: false,
+            buf: Vec::new(),
         })
     }
 
@@ -118,14 +131,25 @@ impl<R: Read> RecordReader<R> {
         if self.tail.is_some() || self.failed {
             return Ok(None);
         }
-        let res = self.next_inner();
-        if res.is_err() {
-            self.failed = true;
+        match self.next_inner() {
+            Ok(Some(v)) => Ok(Some(RecordFrame::new(
+                v.seq,
+                v.kind,
+                v.at_ms,
+                v.chain,
+                v.offset,
+                std::mem::take(&mut self.buf),
+            ))),
+            Ok(None) => Ok(None),
+            Err(e) => {
+                self.failed = true;
+                Err(e)
+            }
         }
-        res
     }
 
-    fn next_inner(&mut self) -> Result<Option<RecordFrame>, ScanError> {
+    /// Check the next record, leaving its bytes in `self.buf`.
+    fn next_inner(&mut self) -> Result<Option<Valid>, ScanError> {
         let start = self.offset;
         let mut hb = [0u8; FRAME_HEADER_LEN];
         let n = read_full(&mut self.r, &mut hb).map_err(|e| self.io(e))?;
@@ -144,7 +168,9 @@ impl<R: Read> RecordReader<R> {
             Ok(fh) => fh,
             Err(fault) => return self.damaged(start, hb.to_vec(), fault.to_string()),
         };
-        let mut full = vec![0u8; fh.len as usize + OVERHEAD];
+        let mut full = std::mem::take(&mut self.buf);
+        full.clear();
+        full.resize(fh.len as usize + OVERHEAD, 0);
         full[..FRAME_HEADER_LEN].copy_from_slice(&hb);
         let m = read_full(&mut self.r, &mut full[FRAME_HEADER_LEN..]).map_err(|e| self.io(e))?;
         if m < full.len() - FRAME_HEADER_LEN {
@@ -187,9 +213,14 @@ impl<R: Read> RecordReader<R> {
         self.next_seq += 1;
         self.records += 1;
         self.offset += full.len() as u64;
-        Ok(Some(RecordFrame::new(
-            fh.seq, fh.kind, fh.at_ms, computed, start, full,
-        )))
+        self.buf = full;
+        Ok(Some(Valid {
+            seq: fh.seq,
+            kind: fh.kind,
+            at_ms: fh.at_ms,
+            chain: computed,
+            offset: start,
+        }))
     }
 
     /// The record at `start` did not validate; `have` holds the bytes already read from it.
@@ -200,7 +231,7 @@ impl<R: Read> RecordReader<R> {
         start: u64,
         have: Vec<u8>,
         reason: String,
-    ) -> Result<Option<RecordFrame>, ScanError> {
+    ) -> Result<Option<Valid>, ScanError> {
         const CHUNK: usize = 64 * 1024;
         let mut window = have;
         let mut window_off = start; // file offset of window[0]
@@ -250,7 +281,16 @@ impl<R: Read> RecordReader<R> {
 
     /// Read to the end and report. Drops the payloads.
     pub fn scan(mut self) -> Result<ScanReport, ScanError> {
-        while self.next_record()?.is_some() {}
+        while !(self.tail.is_some() || self.failed) {
+            match self.next_inner() {
+                Ok(Some(_)) => {}
+                Ok(None) => break,
+                Err(e) => {
+                    self.failed = true;
+                    return Err(e);
+                }
+            }
+        }
         Ok(ScanReport {
             header: self.header,
             records: self.records,

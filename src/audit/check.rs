@@ -384,12 +384,22 @@ fn check_blobs(
     blobs: &BlobStore,
     findings: &mut Vec<Finding>,
 ) -> String {
-    // Blobs whose content the journal carries (format 1.6), looked up only for a file that
-    // fails: the fold checked that each carried content hashes to its name.
-    let held = |r: &str| {
-        events
-            .iter()
-            .any(|e| matches!(&e.event, journal_format::Event::BlobStored(b) if b.blob == r))
+    // Blobs whose content the journal carries (format 1.6), gathered at the first file that
+    // fails (one pass, not one per failing file): the fold checked that each carried
+    // content hashes to its name.
+    let mut carried: Option<std::collections::HashSet<&str>> = None;
+    let mut held = |r: &str| {
+        carried
+            .get_or_insert_with(|| {
+                events
+                    .iter()
+                    .filter_map(|e| match &e.event {
+                        journal_format::Event::BlobStored(b) => Some(b.blob.as_str()),
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .contains(r)
     };
     let mut blob_status = "ok".to_string();
     for c in state.calls.values() {
@@ -485,39 +495,55 @@ fn check_privacy(
         .and_then(|m| m.api_key_env.clone())
         .and_then(|n| std::env::var(n).ok())
         .filter(|k| k.len() >= 8);
-    let export: String = events
-        .iter()
-        .map(|e| crate::report::export::export_line(e).to_string() + "\n")
-        .collect();
+    if prompt.is_none() && key.is_none() {
+        return privacy;
+    }
+    // What a text shows: (the prompt's plaintext, the key).
+    let shows = |text: &str| {
+        (
+            prompt
+                .as_ref()
+                .is_some_and(|p| contains_hashed(text, p.length_chars as usize, &p.sha256)),
+            key.as_ref().is_some_and(|k| text.contains(k.as_str())),
+        )
+    };
+    // The journal as exported, one event at a time (an exported line is one JSON object, in
+    // which neither can span two lines).
+    let mut line = vec![];
+    let mut in_journal = (false, false);
+    for e in events {
+        line.clear();
+        let _ = crate::report::export::write_export_line(&mut line, e);
+        let (p, k) = shows(&String::from_utf8_lossy(&line));
+        in_journal = (in_journal.0 || p, in_journal.1 || k);
+    }
     for f in &files {
-        let text = if f.as_path() == file {
-            export.clone()
+        let (has_prompt, has_key) = if f.as_path() == file {
+            in_journal
         } else {
-            std::fs::read(f)
-                .map(|b| String::from_utf8_lossy(&b).into_owned())
-                .unwrap_or_default()
+            shows(
+                &std::fs::read(f)
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    .unwrap_or_default(),
+            )
         };
-        if let Some(p) = &prompt {
-            if contains_hashed(&text, p.length_chars as usize, &p.sha256) {
-                findings.push(finding(
-                    "privacy",
-                    "error",
-                    format!("the boundary prompt's plaintext appears in {}", f.display()),
-                    None,
-                ));
-                privacy = "failed".into();
-            }
+        if has_prompt {
+            findings.push(finding(
+                "privacy",
+                "error",
+                format!("the boundary prompt's plaintext appears in {}", f.display()),
+                None,
+            ));
+            privacy = "failed".into();
         }
-        if let Some(k) = &key {
-            if text.contains(k.as_str()) {
-                findings.push(finding(
-                    "privacy",
-                    "error",
-                    format!("the API key appears in {}", f.display()),
-                    None,
-                ));
-                privacy = "failed".into();
-            }
+        if has_key {
+            findings.push(finding(
+                "privacy",
+                "error",
+                format!("the API key appears in {}", f.display()),
+                None,
+            ));
+            privacy = "failed".into();
         }
     }
     privacy

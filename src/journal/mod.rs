@@ -12,5 +12,5 @@ pub use backend::{FileStorage, MemStorage, Storage};
 pub use blobs::BlobStore;
 pub use error::JournalError;
 pub use store::{
-    read_events, resolve_path, Durability, Journal, Opened, StoredEvent, JOURNAL_FILE,
+    read_events, resolve_path, scan_file, Durability, Journal, Opened, StoredEvent, JOURNAL_FILE,
 };

@@ -435,6 +435,20 @@ pub fn read_events(
     stream_events(reader, path, &mut f)
 }
 
+/// Check a journal file read-only without decoding its events: header, framing, checksums,
+/// sequence and hash chain (what `pvisor journal verify` checks unless `--deep`).
+pub fn scan_file(path: &Path) -> Result<journal_format::ScanReport, JournalError> {
+    let io = |e| JournalError::Io {
+        path: path.to_path_buf(),
+        source: e,
+    };
+    let file = FileStorage::open_read_only(path).map_err(io)?;
+    let reader = file.reader().map_err(io)?;
+    RecordReader::open(reader)
+        .and_then(|r| r.scan())
+        .map_err(|e| JournalError::from_scan(path.to_path_buf(), e))
+}
+
 /// The same over any reader.
 pub fn stream_events(
     reader: impl Read,
