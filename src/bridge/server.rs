@@ -646,6 +646,18 @@ fn removed_item(kind: &str, item: &Value) -> RemovedItem {
     }
 }
 
+/// Whether a key or a string anywhere in `v` contains `text` (a resume nonce: letters, digits
+/// and dashes, which JSON writes as they are, so this is a search of the request's text
+/// without writing it).
+fn mentions(v: &Value, text: &str) -> bool {
+    match v {
+        Value::String(s) => s.contains(text),
+        Value::Array(a) => a.iter().any(|x| mentions(x, text)),
+        Value::Object(o) => o.iter().any(|(k, x)| k.contains(text) || mentions(x, text)),
+        _ => false,
+    }
+}
+
 /// Validate a main request against the prefix and build the body to forward.
 fn prepare(sh: &Shared, mut body: Value) -> Result<Prepared, Refusal> {
     let (n, steps) = {
@@ -673,11 +685,12 @@ fn prepare(sh: &Shared, mut body: Value) -> Result<Prepared, Refusal> {
         }
     }
     let key = cfg.protocol.list_key();
-    let Some(msgs) = body.get(key).and_then(Value::as_array) else {
-        return Err(Refusal::new(n, format!("the request has no `{key}` list")));
+    // The list is taken out of the body (not copied) and put back, cleaned, at the end.
+    let mut msgs = match body.get_mut(key).map(Value::take) {
+        Some(Value::Array(a)) => a,
+        _ => return Err(Refusal::new(n, format!("the request has no `{key}` list"))),
     };
     let plen = cfg.prefix.len();
-    let mut msgs = msgs.clone();
     // The items the agent generates afresh for every request (its system prompt) are
     // forwarded as they are and are not part of the prefix.
     let head_len = cfg.rules.generated_head(&msgs).min(msgs.len());
@@ -697,9 +710,7 @@ fn prepare(sh: &Shared, mut body: Value) -> Result<Prepared, Refusal> {
     cfg.rules.check_request(&body, &msgs).map_err(refused)?;
     // A resume nonce must not remain anywhere (object keys included).
     if let Some(t) = cfg.rules.forbidden_text() {
-        let mut probe = body.clone();
-        probe[key] = Value::Array(head.iter().chain(&msgs).cloned().collect());
-        if probe.to_string().contains(t) {
+        if mentions(&body, t) || head.iter().chain(&msgs).any(|m| mentions(m, t)) {
             return Err(Refusal::new(
                 n,
                 "the resume nonce appears elsewhere in the request",

@@ -16,11 +16,13 @@ impl SseScanner {
     pub fn feed(&mut self, bytes: &[u8]) -> Vec<Value> {
         self.buf.extend_from_slice(bytes);
         let mut out = Vec::new();
-        while let Some(nl) = self.buf.iter().position(|&b| b == b'\n') {
-            let mut line: Vec<u8> = self.buf.drain(..=nl).collect();
-            line.pop();
+        // Complete lines are read in place and dropped from the buffer once, at the end.
+        let mut start = 0;
+        while let Some(nl) = self.buf[start..].iter().position(|&b| b == b'\n') {
+            let mut line = &self.buf[start..start + nl];
+            start += nl + 1;
             if line.last() == Some(&b'\r') {
-                line.pop();
+                line = &line[..line.len() - 1];
             }
             if line.is_empty() {
                 if !self.data.is_empty() {
@@ -31,14 +33,15 @@ impl SseScanner {
                 }
                 continue;
             }
-            let line = String::from_utf8_lossy(&line);
-            if let Some(d) = line.strip_prefix("data:") {
+            if let Some(d) = line.strip_prefix(b"data:") {
+                let d = String::from_utf8_lossy(d.strip_prefix(b" ").unwrap_or(d));
                 if !self.data.is_empty() {
                     self.data.push('\n');
                 }
-                self.data.push_str(d.strip_prefix(' ').unwrap_or(d));
+                self.data.push_str(&d);
             }
         }
+        self.buf.drain(..start);
         out
     }
 }
