@@ -250,137 +250,9 @@ pub fn parse_file_hashed(path: &Path) -> Result<(ParsedRollout, String), Traject
     let file = std::fs::File::open(path).map_err(|e| {
         TrajectoryError::new(path, 0, "file", format!("cannot read the rollout: {e}"))
     })?;
-    parse_blocks(path, file, BLOCK)
-}
-
-/// The size of the blocks a large rollout is read in (each ends at a line's end).
-const BLOCK: usize = 2 << 20;
-
-/// Parse a rollout read in blocks of about `block` bytes: this thread reads and hashes them
-/// and takes in the lines' facts in file order, while two threads find the facts of the
-/// next blocks' lines (the JSON scanning, most of the work). The blocks are classified here
-/// until the era is known (with every line parsed whole, the reference). Memory: a few
-/// blocks in flight, whatever the file's size.
-fn parse_blocks(
-    path: &Path,
-    mut r: impl std::io::Read,
-    block: usize,
-) -> Result<(ParsedRollout, String), TrajectoryError> {
-    use sha2::Digest;
-    let io = |e: std::io::Error| err(path, 0, "file", format!("cannot read the rollout: {e}"));
-    let mut sha = sha2::Sha256::new();
-    let mut carry: Vec<u8> = vec![];
-    let mut eof = false;
-    // The next block: whole lines (the last one may lack its newline at the end of the file).
-    let mut next_block = || -> std::io::Result<Option<Vec<u8>>> {
-        let mut buf = std::mem::take(&mut carry);
-        loop {
-            if eof {
-                return Ok((!buf.is_empty()).then_some(buf));
-            }
-            let have = buf.len();
-            buf.resize(have + block, 0);
-            let mut n = 0;
-            while have + n < buf.len() {
-                match r.read(&mut buf[have + n..]) {
-                    Ok(0) => break,
-                    Ok(k) => n += k,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(e),
-                }
-            }
-            buf.truncate(have + n);
-            sha.update(&buf[have..]);
-            eof = have + n < have + block;
-            if eof {
-                continue;
-            }
-            if let Some(nl) = buf.iter().rposition(|b| *b == b'\n') {
-                carry = buf[nl + 1..].to_vec();
-                buf.truncate(nl + 1);
-                return Ok(Some(buf));
-            }
-        }
-    };
-    let mut p = Parser::new(path, true);
-    // (line number base, byte offset base) of the next block.
-    let (mut lines, mut offset) = (0usize, 0u64);
-    let take_in =
-        |p: &mut Parser, facts: Vec<Fact>, lines: &mut usize, offset: &mut u64, len: u64| {
-            let n = facts.len();
-            for mut f in facts {
-                f.number += *lines;
-                f.start += *offset;
-                f.end += *offset;
-                p.apply(f)?;
-            }
-            *lines += n;
-            *offset += len;
-            Ok::<(), TrajectoryError>(())
-        };
-    // Until the era is known, blocks are read here.
-    while p.era.is_none() {
-        let Some(b) = next_block().map_err(io)? else {
-            return p.finish().map(|parsed| (parsed, hex_sha(sha)));
-        };
-        let facts = block_facts(&b, false);
-        take_in(&mut p, facts, &mut lines, &mut offset, b.len() as u64)?;
-    }
-    let heads = p.era == Some(Era::Wrapped);
-    std::thread::scope(|s| {
-        let mut to: Vec<std::sync::mpsc::SyncSender<Vec<u8>>> = vec![];
-        let mut from: Vec<std::sync::mpsc::Receiver<(Vec<Fact>, u64)>> = vec![];
-        for _ in 0..2 {
-            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(2);
-            let (ftx, frx) = std::sync::mpsc::sync_channel(2);
-            s.spawn(move || {
-                while let Ok(b) = rx.recv() {
-                    let facts = block_facts(&b, heads);
-                    if ftx.send((facts, b.len() as u64)).is_err() {
-                        break;
-                    }
-                }
-            });
-            to.push(tx);
-            from.push(frx);
-        }
-        let mut in_flight = std::collections::VecDeque::new();
-        let mut sent = 0usize;
-        loop {
-            let b = next_block().map_err(io)?;
-            let done = b.is_none();
-            if let Some(b) = b {
-                let w = sent % 2;
-                to[w].send(b).expect("a parse thread ended early");
-                in_flight.push_back(w);
-                sent += 1;
-            }
-            while in_flight.len() > 3 || (done && !in_flight.is_empty()) {
-                let w = in_flight.pop_front().expect("in flight");
-                let (facts, len) = from[w].recv().expect("a parse thread ended early");
-                take_in(&mut p, facts, &mut lines, &mut offset, len)?;
-            }
-            if done {
-                return Ok(());
-            }
-        }
-    })?;
-    p.finish().map(|parsed| (parsed, hex_sha(sha)))
-}
-
-fn hex_sha(h: sha2::Sha256) -> String {
-    use sha2::Digest;
-    format!("sha256:{}", hex::encode(h.finalize()))
-}
-
-/// The facts of a block's lines (numbers and offsets relative to the block).
-fn block_facts(b: &[u8], heads: bool) -> Vec<Fact> {
-    let mut r = LineReader::new(b);
-    let mut out = vec![];
-    while let Ok(Some(l)) = r.next_line() {
-        out.push(classify(&l, heads));
-    }
-    out
+    let mut reader = LineReader::new(std::io::BufReader::with_capacity(1 << 20, file)).hashing();
+    let parsed = parse_lines(path, &mut reader, true)?;
+    Ok((parsed, reader.sha256().unwrap_or_default()))
 }
 
 /// Parse rollout bytes.
@@ -405,105 +277,6 @@ struct CallSlot {
     batch: usize,
     call: usize,
     kind: CallKind,
-}
-
-/// What one line is, found without the parse's state (so that it can be found on another
-/// thread): the parse takes facts in file order ([`Parser::apply`]).
-struct Fact {
-    number: usize,
-    start: u64,
-    end: u64,
-    /// The line is blank, unterminated or ends with `\r`.
-    not_plain: bool,
-    kind: FactKind,
-}
-
-enum FactKind {
-    NotUtf8,
-    Blank,
-    /// A wrapped line classified from its head.
-    Head(HeadKind),
-    /// A line parsed whole.
-    Whole(Value),
-    NotObject,
-    /// An unparsable final line without a newline (a crash while writing): ignored.
-    Torn,
-    Invalid(String),
-}
-
-/// What the head of a wrapped line says, when that is all the parse needs of it.
-enum HeadKind {
-    TokenCount,
-    TurnContext {
-        model: Option<String>,
-        cwd: Option<String>,
-    },
-    Compacted,
-    /// A response item that is neither a call nor an output: part of a reply or not.
-    Item {
-        reply: bool,
-    },
-    Other,
-}
-
-/// What a line is; `heads`: a wrapped file's line may be classified from its [`Head`].
-fn classify(l: &RawLine, heads: bool) -> Fact {
-    let mut fact = Fact {
-        number: l.number,
-        start: l.start,
-        end: l.end,
-        not_plain: l.last_unterminated || (l.end - l.start) as usize != l.text.len() + 1,
-        kind: FactKind::Blank,
-    };
-    let Ok(text) = std::str::from_utf8(l.text) else {
-        fact.kind = FactKind::NotUtf8;
-        return fact;
-    };
-    if text.trim().is_empty() {
-        fact.not_plain = true;
-        return fact;
-    }
-    if heads {
-        if let Some(k) = Head::of(l.text).and_then(|h| head_kind(&h)) {
-            fact.kind = FactKind::Head(k);
-            return fact;
-        }
-    }
-    fact.kind = match serde_json::from_str::<Value>(text) {
-        Ok(v @ Value::Object(_)) => FactKind::Whole(v),
-        Ok(_) => FactKind::NotObject,
-        Err(_) if l.last_unterminated => FactKind::Torn,
-        Err(e) => FactKind::Invalid(e.to_string()),
-    };
-    fact
-}
-
-/// What a wrapped line's head says, or `None` when the line must be parsed whole (a call,
-/// an output, the session meta, a head without the fields that decide).
-fn head_kind(h: &Head) -> Option<HeadKind> {
-    Some(match h.line_type() {
-        "session_meta" => return None,
-        "event_msg" if h.payload_type() == Some("token_count") => HeadKind::TokenCount,
-        "turn_context" => {
-            let p = h.payload.as_ref();
-            HeadKind::TurnContext {
-                model: p.and_then(|p| p.model.as_deref()).map(str::to_string),
-                cwd: p.and_then(|p| p.cwd.as_deref()).map(str::to_string),
-            }
-        }
-        "compacted" => HeadKind::Compacted,
-        "response_item" => {
-            let p = h.payload.as_ref()?;
-            let ty = p.ty.as_deref()?;
-            if is_call_or_output(ty) {
-                return None;
-            }
-            HeadKind::Item {
-                reply: is_reply(ty, p.role.as_deref()),
-            }
-        }
-        _ => HeadKind::Other,
-    })
 }
 
 /// The parse in progress, fed one line at a time.
@@ -534,7 +307,23 @@ fn parse_lines<R: std::io::BufRead>(
     reader: &mut LineReader<R>,
     heads: bool,
 ) -> Result<ParsedRollout, TrajectoryError> {
-    let mut p = Parser::new(path, heads);
+    let mut p = Parser {
+        heads,
+        path,
+        era: None,
+        first_line: 0,
+        meta: None,
+        last_turn_model: None,
+        last_turn_cwd: None,
+        replies: vec![],
+        in_reply: false,
+        batches: vec![],
+        outputs: vec![],
+        turn_models: vec![],
+        compacted: None,
+        plain: true,
+        calls: HashMap::new(),
+    };
     loop {
         let line = reader
             .next_line()
@@ -545,91 +334,61 @@ fn parse_lines<R: std::io::BufRead>(
     p.finish()
 }
 
-impl<'p> Parser<'p> {
-    fn new(path: &'p Path, heads: bool) -> Self {
-        Parser {
-            heads,
-            path,
-            era: None,
-            first_line: 0,
-            meta: None,
-            last_turn_model: None,
-            last_turn_cwd: None,
-            replies: vec![],
-            in_reply: false,
-            batches: vec![],
-            outputs: vec![],
-            turn_models: vec![],
-            compacted: None,
-            plain: true,
-            calls: HashMap::new(),
-        }
-    }
-
+impl Parser<'_> {
     fn line(&mut self, l: &RawLine) -> Result<(), TrajectoryError> {
-        let heads = self.heads && self.era == Some(Era::Wrapped);
-        self.apply(classify(l, heads))
-    }
-
-    /// Take in what a line is (lines in file order).
-    fn apply(&mut self, f: Fact) -> Result<(), TrajectoryError> {
-        if f.not_plain {
+        let text = std::str::from_utf8(l.text).map_err(|_| {
+            err(
+                self.path,
+                l.number,
+                "line",
+                "the rollout is not valid UTF-8".into(),
+            )
+        })?;
+        if l.last_unterminated || (l.end - l.start) as usize != l.text.len() + 1 {
             self.plain = false;
         }
-        let range = f.start..f.end;
-        let value = match f.kind {
-            FactKind::NotUtf8 => {
-                return Err(err(
-                    self.path,
-                    f.number,
-                    "line",
-                    "the rollout is not valid UTF-8".into(),
-                ))
+        if text.trim().is_empty() {
+            self.plain = false;
+            return Ok(());
+        }
+        // A wrapped line whose head says it is neither a call, an output nor the session
+        // meta is classified from the head alone; any other line is parsed whole.
+        if self.heads && self.era == Some(Era::Wrapped) {
+            if let Some(h) = Head::of(l.text) {
+                if self.by_head(&h, l) {
+                    return Ok(());
+                }
             }
-            FactKind::Blank | FactKind::Torn => return Ok(()),
-            FactKind::NotObject => {
+        }
+        let value = match serde_json::from_str::<Value>(text) {
+            Ok(v @ Value::Object(_)) => v,
+            Ok(_) => {
                 return Err(err(
                     self.path,
-                    f.number,
+                    l.number,
                     "line",
                     "a rollout line must be a JSON object".into(),
                 ))
             }
-            FactKind::Invalid(e) => {
+            // A torn final line (crash while writing) is ignored, as Codex does.
+            Err(_) if l.last_unterminated => return Ok(()),
+            Err(e) => {
                 return Err(err(
                     self.path,
-                    f.number,
+                    l.number,
                     "line",
                     format!("invalid JSON: {e}"),
                 ))
             }
-            FactKind::Head(h) => {
-                match h {
-                    HeadKind::TokenCount => self.in_reply = false,
-                    HeadKind::TurnContext { model, cwd } => {
-                        self.last_turn_model = model;
-                        self.last_turn_cwd = cwd.map(PathBuf::from);
-                        self.turn_models
-                            .push((range.start, self.last_turn_model.clone()));
-                    }
-                    HeadKind::Compacted => {
-                        self.compacted.get_or_insert((f.number, range.start));
-                    }
-                    HeadKind::Item { reply } => self.item_kind(reply, range),
-                    HeadKind::Other => {}
-                }
-                return Ok(());
-            }
-            FactKind::Whole(v) => v,
         };
         let line = RolloutLine {
-            line: f.number,
+            line: l.number,
             value,
         };
         if self.era.is_none() {
             self.first(&line)?;
         }
-        self.whole(&line, range)
+        self.whole(&line, l.start..l.end)
     }
 
     /// The first non-blank line: the era, and the session meta of a bare file.
@@ -647,6 +406,45 @@ impl<'p> Parser<'p> {
         }
         self.meta = Some(session_meta(self.path, first.line, &first.value, None)?);
         Ok(())
+    }
+
+    /// Handle a wrapped line from its head; false when it must be parsed whole.
+    fn by_head(&mut self, h: &Head, l: &RawLine) -> bool {
+        match h.line_type() {
+            "session_meta" => self.meta.is_some(),
+            "event_msg" => {
+                if h.payload_type() == Some("token_count") {
+                    self.in_reply = false;
+                }
+                true
+            }
+            "turn_context" => {
+                let p = h.payload.as_ref();
+                self.last_turn_model = p.and_then(|p| p.model.as_deref()).map(str::to_string);
+                self.last_turn_cwd = p.and_then(|p| p.cwd.as_deref()).map(PathBuf::from);
+                self.turn_models
+                    .push((l.start, self.last_turn_model.clone()));
+                true
+            }
+            "compacted" => {
+                self.compacted.get_or_insert((l.number, l.start));
+                true
+            }
+            "response_item" => {
+                let Some(p) = h.payload.as_ref() else {
+                    return false;
+                };
+                let Some(ty) = p.ty.as_deref() else {
+                    return false;
+                };
+                if is_call_or_output(ty) {
+                    return false;
+                }
+                self.item_kind(is_reply(ty, p.role.as_deref()), l.start..l.end);
+                true
+            }
+            _ => true,
+        }
     }
 
     /// Whether the item at `range` is part of a reply: extends or ends the current one.
@@ -1036,7 +834,7 @@ mod tests {
         /// Lines classified from their head give the parse of every line read whole, on
         /// damaged real rollouts too (same plan, same ranges, same error).
         #[test]
-        fn heads_parse_as_whole_lines(pos in 0usize..1_000_000, byte in proptest::prelude::any::<u8>(), mode in 0u8..5, which in 0usize..2, block in 1usize..20_000) {
+        fn heads_parse_as_whole_lines(pos in 0usize..1_000_000, byte in proptest::prelude::any::<u8>(), mode in 0u8..5, which in 0usize..2) {
             let name = ["rollout-final.jsonl", "rollout-run1.jsonl"][which];
             let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex/genuine").join(name);
             let mut bytes = std::fs::read(path).unwrap();
@@ -1059,16 +857,6 @@ mod tests {
             }
             let fast = parse_lines(Path::new("m"), &mut LineReader::new(&bytes[..]), true);
             let whole = parse_lines(Path::new("m"), &mut LineReader::new(&bytes[..]), false);
-            // Read in blocks, their lines classified on other threads: the same parse.
-            let blocks = parse_blocks(Path::new("m"), &bytes[..], block);
-            match (&blocks, &fast) {
-                (Ok((a, sha)), Ok(b)) => {
-                    proptest::prop_assert_eq!(a, b);
-                    proptest::prop_assert_eq!(sha, &crate::digest::sha256(&bytes));
-                }
-                (Err(a), Err(b)) => proptest::prop_assert_eq!(a.to_string(), b.to_string()),
-                _ => proptest::prop_assert!(false, "blocks {:?} vs lines {:?}", blocks.as_ref().map(|p| p.0.plan.batches.len()), fast.as_ref().map(|p| p.plan.batches.len())),
-            }
             match (fast, whole) {
                 (Ok(a), Ok(b)) => proptest::prop_assert_eq!(a, b),
                 (Err(a), Err(b)) => proptest::prop_assert_eq!(a.to_string(), b.to_string()),
