@@ -90,6 +90,74 @@ impl<R: BufRead> LineReader<R> {
     }
 }
 
+/// Whether the whole parse of a line could refuse what the head's skipping of the fields it
+/// does not read accepts (serde_json skips those without reading them): a number beyond
+/// `f64` ("number out of range"), a `\u` escape of a surrogate (a lone one cannot be read
+/// into a string), or nesting deep enough for the recursion limit. Such a line is parsed
+/// whole. Codex writes none of these; a damaged file may hold them.
+pub fn whole_parse_may_differ(text: &[u8]) -> bool {
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < text.len() {
+        match text[i] {
+            b'"' => {
+                i += 1;
+                loop {
+                    let Some(k) = memchr::memchr2(b'"', b'\\', text.get(i..).unwrap_or(&[])) else {
+                        // Unterminated: both parses refuse it.
+                        return false;
+                    };
+                    i += k;
+                    if text[i] == b'"' {
+                        i += 1;
+                        break;
+                    }
+                    if text.get(i + 1) == Some(&b'u')
+                        && matches!(text.get(i + 2), Some(b'd' | b'D'))
+                        && matches!(
+                            text.get(i + 3),
+                            Some(b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F')
+                        )
+                    {
+                        return true;
+                    }
+                    i += 2;
+                }
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i < text.len()
+                    && matches!(text[i], b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')
+                {
+                    i += 1;
+                }
+                let number = &text[start..i];
+                if (number.len() > 300 || number.iter().any(|b| matches!(b, b'e' | b'E')))
+                    && !std::str::from_utf8(number)
+                        .ok()
+                        .and_then(|s| s.parse::<f64>().ok())
+                        .is_some_and(f64::is_finite)
+                {
+                    return true;
+                }
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > 100 {
+                    return true;
+                }
+                i += 1;
+            }
+            b']' | b'}' => {
+                depth = depth.saturating_sub(1);
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    false
+}
+
 /// Whether a line is blank (spaces, tabs, `\r`, `\n` only).
 pub fn is_blank(text: &[u8]) -> bool {
     text.iter().all(|b| b.is_ascii_whitespace())
@@ -125,7 +193,7 @@ impl<'a> Head<'a> {
     pub fn of(text: &'a [u8]) -> Option<Head<'a>> {
         // A derived struct also accepts a JSON array: only objects are looked at here.
         let first = text.iter().find(|b| !b.is_ascii_whitespace())?;
-        if *first != b'{' {
+        if *first != b'{' || whole_parse_may_differ(text) {
             return None;
         }
         serde_json::from_slice(text).ok()
@@ -171,6 +239,21 @@ mod tests {
         assert_eq!(r.sha256().unwrap(), crate::digest::sha256(src));
     }
 
+    proptest::proptest! {
+        /// Any bytes: the look-ahead never panics, and a head is only given for a line the
+        /// whole parse reads too.
+        #[test]
+        fn heads_only_of_lines_the_whole_parse_reads(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200), tail in "[\\\\\"{}\\[\\]0-9eE.+-]{0,12}") {
+            let mut line = br#"{"type":"event_msg","payload":{"type":"x","v":"#.to_vec();
+            line.extend_from_slice(&bytes);
+            line.extend_from_slice(tail.as_bytes());
+            let _ = whole_parse_may_differ(&line);
+            if Head::of(&line).is_some() {
+                proptest::prop_assert!(serde_json::from_slice::<serde_json::Value>(&line).is_ok());
+            }
+        }
+    }
+
     #[test]
     fn the_head_declines_what_it_cannot_describe() {
         let h = Head::of(br#"{"type":"response_item","payload":{"type":"message","role":"assistant","content":[{"x":"\u00e9"}]}}"#).unwrap();
@@ -183,5 +266,19 @@ mod tests {
         assert!(Head::of(br#"{"type":"a","type":"b"}"#).is_none());
         assert!(Head::of(br#"{"type":"response_item","payload":{"role":1}}"#).is_none());
         assert!(Head::of(br#"{"type":"response_item"} x"#).is_none());
+        // What the whole parse refuses though a skipping scan accepts it.
+        assert!(Head::of(br#"{"type":"event_msg","n":1e999}"#).is_none());
+        assert!(Head::of(br#"{"type":"event_msg","s":"\ud800 alone"}"#).is_none());
+        let deep = format!(
+            r#"{{"type":"event_msg","x":{}1{}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        assert!(Head::of(deep.as_bytes()).is_none());
+        // Numbers in range, uuids and escaped backslashes are not mistaken for them.
+        assert!(
+            Head::of(br#"{"type":"event_msg","n":1.5e300,"id":"7e91-85a6","p":"a\\ud800"}"#)
+                .is_some()
+        );
     }
 }
