@@ -17,6 +17,25 @@ fn build(kind: u16, s: &[String], n: &[u64], b: &[bool]) -> Event {
         CallClass::NonRegenerable,
         CallClass::Unknown,
     ][(nu(3) % 4) as usize];
+    // The batch summaries of `trajectory_parsed` and `batches_listed`.
+    let summaries = || -> Vec<BatchSummary> {
+        (0..nu(1) % 4)
+            .map(|i| BatchSummary {
+                index: i,
+                model_turn: nu(i as usize),
+                locator: st(i as usize),
+                calls: (0..nu(2) % 3)
+                    .map(|j| CallSummary {
+                        call_id: st(j as usize),
+                        tool: st(j as usize + 1),
+                        args_digest: st(2),
+                        class,
+                    })
+                    .collect(),
+                complete: bo(i as usize),
+            })
+            .collect()
+    };
     let decision = [
         InDoubtDecision::RerunReadOnly,
         InDoubtDecision::RerunRestored,
@@ -85,22 +104,7 @@ fn build(kind: u16, s: &[String], n: &[u64], b: &[bool]) -> Event {
             session_id: opt(2),
             recorded_version: opt(3),
             model_turns: nu(0),
-            batches: (0..nu(1) % 4)
-                .map(|i| BatchSummary {
-                    index: i,
-                    model_turn: nu(i as usize),
-                    locator: st(i as usize),
-                    calls: (0..nu(2) % 3)
-                        .map(|j| CallSummary {
-                            call_id: st(j as usize),
-                            tool: st(j as usize + 1),
-                            args_digest: st(2),
-                            class,
-                        })
-                        .collect(),
-                    complete: bo(i as usize),
-                })
-                .collect(),
+            batches: summaries(),
             plan_blob: st(4),
             batch_count: if bo(2) { Some(nu(3)) } else { None },
         }),
@@ -268,22 +272,7 @@ fn build(kind: u16, s: &[String], n: &[u64], b: &[bool]) -> Event {
         }),
         24 => Event::BatchesListed(BatchesListed {
             first: nu(0),
-            batches: (0..nu(1) % 4)
-                .map(|i| BatchSummary {
-                    index: i,
-                    model_turn: nu(i as usize),
-                    locator: st(i as usize),
-                    calls: (0..nu(2) % 3)
-                        .map(|j| CallSummary {
-                            call_id: st(j as usize),
-                            tool: st(j as usize + 1),
-                            args_digest: st(2),
-                            class,
-                        })
-                        .collect(),
-                    complete: bo(0),
-                })
-                .collect(),
+            batches: summaries(),
         }),
         k => Event::Unknown {
             kind: k,
