@@ -31,6 +31,7 @@
 pub mod adapters;
 pub mod audit;
 pub mod bridge;
+pub mod certify;
 pub mod cli;
 pub mod compare;
 pub mod digest;

@@ -458,13 +458,46 @@ fn every_documented_exit_code_is_produced() {
     assert_eq!(r.code, exit::RUNS_DIFFER);
     seen.insert(r.code);
 
+    // 68: `certify` of an "agent" that answers --version as the pinned Codex and records
+    // nothing (the recording of the first task fails: the certificate names it).
+    let fake = tempfile::tempdir().unwrap();
+    let entry = fake.path().join("codex");
+    std::fs::write(
+        &entry,
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'codex-cli 0.149.0'; exit 0; fi\nexit 0\n",
+    )
+    .unwrap();
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&entry)
+        .status()
+        .unwrap();
+    let r = run(&[
+        "certify",
+        "--agent",
+        "codex",
+        "--agent-entrypoint",
+        &entry.display().to_string(),
+        "--cases",
+        "1",
+        "--max-shrink-iters",
+        "0",
+        "--work-dir",
+        &fake.path().join("work").display().to_string(),
+    ]);
+    assert_eq!(r.code, exit::CERTIFY_FAILED, "{}", r.stderr);
+    seen.insert(r.code);
+
     let all: BTreeSet<i32> = exit::ALL.iter().copied().collect();
     assert_eq!(seen, all, "codes not produced: {:?}", all.difference(&seen));
 
-    // Every failing code has been seen with its message and one-line hint (but 66 and 67,
-    // whose report is the output, and 60, a torn tail `journal verify` reports on stdout).
+    // Every failing code has been seen with its message and one-line hint (but 66, 67 and
+    // 68, whose report is the output, and 60, a torn tail `journal verify` reports on stdout).
     let messages = MESSAGES.lock().unwrap().clone();
-    for code in exit::ALL.iter().filter(|c| ![0, 60, 66, 67].contains(*c)) {
+    for code in exit::ALL
+        .iter()
+        .filter(|c| ![0, 60, 66, 67, 68].contains(*c))
+    {
         let m = messages
             .get(code)
             .unwrap_or_else(|| panic!("no message for exit {code}"));

@@ -2,6 +2,7 @@
 //! shell over this module.
 
 pub mod agents;
+pub mod certify;
 pub mod error;
 pub mod fleet;
 pub use crate::outcome::exit;
@@ -36,6 +37,9 @@ pub enum Command {
     Model(model::ModelCmd),
     /// The supported agents (versions, capabilities), and installing their CLIs.
     Agents(agents::AgentsArgs),
+    /// Prove an installed agent CLI still replays faithfully: generated tasks recorded with the
+    /// real CLI, replayed at every boundary in every mode, a certificate printed.
+    Certify(certify::CertifyArgs),
     /// Replays by the thousand: submit a manifest as a Slurm job array, and its progress.
     #[command(subcommand)]
     Fleet(fleet::FleetCmd),
@@ -60,6 +64,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
         Command::Model(cmd) => model::run(cmd),
         Command::Agents(args) => agents::run(args, &crate::adapters::registry()),
         Command::Fleet(cmd) => fleet::run(cmd),
+        Command::Certify(args) => certify::run(args, &crate::adapters::registry()),
     };
     match res {
         Ok(code) => code,

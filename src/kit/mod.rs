@@ -8,6 +8,7 @@
 
 pub mod companion;
 pub mod json_lines;
+pub mod recorder;
 pub mod registry;
 pub mod rules;
 
@@ -377,6 +378,11 @@ pub trait Adapter: Send + Sync {
         Option<crate::compare::next_action::Action>,
     ) {
         (None, None)
+    }
+    /// How to record this agent's sessions with its real CLI (`pvisor certify`), when the
+    /// adapter can.
+    fn recorder(&self) -> Option<Box<dyn recorder::Recorder>> {
+        None
     }
 }
 

@@ -32,6 +32,9 @@ pub const AUDIT_FAILED: i32 = 66;
 /// `journal diff`: the two runs differ.
 pub const RUNS_DIFFER: i32 = 67;
 
+/// `certify`: a property did not hold on some case (the certificate names the smallest).
+pub const CERTIFY_FAILED: i32 = 68;
+
 /// The exit code of a replay failure category (a journal error's exact code depends on
 /// what is wrong with the journal: [`crate::engine::RunError::exit_code`]).
 pub fn for_category(category: FailureCategory) -> i32 {
@@ -70,4 +73,5 @@ pub const ALL: &[i32] = &[
     JOURNAL_ILLEGAL_ORDER,
     AUDIT_FAILED,
     RUNS_DIFFER,
+    CERTIFY_FAILED,
 ];

@@ -118,8 +118,11 @@ pub fn spawn(spec: &CommandSpec) -> io::Result<Session> {
 pub struct Poll {
     /// The exit status (the shell convention: code, or 128 + signal) once it exited.
     pub exit: Option<i32>,
-    /// Output since the previous poll (an overflow's middle replaced by a note).
+    /// Output since the previous poll (an overflow's middle replaced by a note), bytes that
+    /// are not UTF-8 replaced by U+FFFD.
     pub output: String,
+    /// How many bytes the command wrote since the previous poll, as written.
+    pub raw_len: usize,
     /// The session's deadline passed and its group was killed.
     pub timed_out: bool,
 }
@@ -163,17 +166,21 @@ impl Session {
                 drop(b);
                 // Anything it left running in its group goes with it.
                 super::killpg(self.pgid, libc::SIGKILL);
+                let (output, raw_len) = self.take();
                 return Poll {
                     exit: Some(code),
-                    output: self.take(),
+                    output,
+                    raw_len,
                     timed_out: self.timed_out,
                 };
             }
             let now = Instant::now();
             if now >= until {
+                let (output, raw_len) = self.take();
                 return Poll {
                     exit: None,
-                    output: self.take(),
+                    output,
+                    raw_len,
                     timed_out: false,
                 };
             }
@@ -189,19 +196,22 @@ impl Session {
         }
     }
 
-    fn take(&mut self) -> String {
+    /// The unread output as text, and how many bytes it was as written.
+    fn take(&mut self) -> (String, usize) {
         let mut b = self.buf.0.lock().unwrap_or_else(|e| e.into_inner());
         let bytes = std::mem::take(&mut b.unread);
         let dropped = std::mem::take(&mut b.dropped);
+        let raw_len = bytes.len() + dropped as usize;
         if dropped == 0 {
-            return String::from_utf8_lossy(&bytes).into_owned();
+            return (String::from_utf8_lossy(&bytes).into_owned(), raw_len);
         }
         let half = bytes.len() / 2;
-        format!(
+        let text = format!(
             "{}\n[… {dropped} bytes not kept in memory; the full output is in the log …]\n{}",
             String::from_utf8_lossy(&bytes[..half]),
             String::from_utf8_lossy(&bytes[half..])
-        )
+        );
+        (text, raw_len)
     }
 }
 

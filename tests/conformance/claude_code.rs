@@ -17,11 +17,7 @@ fn seed(w: &Path, name: &str) {
 
 /// The device id of a fresh `~/.claude.json` is the one declared dynamic field.
 fn mask(body: &Value) -> Value {
-    let mut b = body.clone();
-    if let Some(m) = b.get_mut("metadata").and_then(Value::as_object_mut) {
-        m.remove("user_id");
-    }
-    b
+    pvisor::adapters::claude_code::record::masked(body)
 }
 
 /// The recorded kernel edited to a value that surely differs from this host's (the

@@ -202,28 +202,7 @@ pub async fn record(name: &str) {
     );
 }
 
-/// Mask the declared dynamic fields of a Responses request body: the fresh observations'
-/// chunk ids and wall times, and Codex's per-turn `client_metadata` (turn ids, installation
-/// id, turn start time).
+/// The request body without its declared dynamic fields (the adapter's recorder says which).
 pub fn masked(body: &Value) -> Value {
-    let mut b = body.clone();
-    if let Some(items) = b["input"].as_array_mut() {
-        for it in items {
-            if let Some(o) = it.get("output").and_then(Value::as_str) {
-                it["output"] = Value::String(pvisor::adapters::codex::tools::mask_dynamic(o));
-            }
-            // Code mode: the first item of an exec/wait output is its status and wall time.
-            if let Some(parts) = it.get_mut("output").and_then(Value::as_array_mut) {
-                for p in parts {
-                    if let Some(t) = p.get("text").and_then(Value::as_str) {
-                        p["text"] = Value::String(pvisor::adapters::codex::tools::mask_dynamic(t));
-                    }
-                }
-            }
-        }
-    }
-    if let Some(o) = b.as_object_mut() {
-        o.remove("client_metadata");
-    }
-    b
+    pvisor::adapters::codex::record::masked(body)
 }

@@ -163,17 +163,18 @@ impl Adapter for ClaudeCode {
             req.continued_artifact,
         )?;
         c.model = req.model.clone();
-        // Claude Code 2.1.332 offers Glob and Grep only when allowed explicitly: a session
-        // that called them was started with `--allowedTools Glob Grep`, and its tool list
-        // (part of every request) must be the same when it continues.
-        let used: Vec<String> = parsed_of(req.plan)?
-            .calls
-            .iter()
-            .map(|c| c.tool.clone())
-            .collect();
+        // Claude Code 2.1.332 offers Glob and Grep only when allowed explicitly
+        // (`--allowedTools Glob Grep`), and its tool list (part of every request) must be the
+        // same when it continues: the tools of the session's last recorded tool list, or, for
+        // sessions that record no tool list, the search tools it called.
+        let parsed = parsed_of(req.plan)?;
+        let named: Vec<String> = match super::tools::offered_tools(&parsed, parsed.records.len()) {
+            Some(offered) => offered,
+            None => parsed.calls.iter().map(|c| c.tool.clone()).collect(),
+        };
         let extra: Vec<&str> = ["Glob", "Grep"]
             .into_iter()
-            .filter(|t| used.iter().any(|u| u == t))
+            .filter(|t| named.iter().any(|u| u == t))
             .collect();
         if !extra.is_empty() {
             c.extra_args.push("--allowedTools".into());
@@ -203,5 +204,9 @@ impl Adapter for ClaudeCode {
             .and_then(|c| parse::parse_file(c).ok())
             .and_then(|p| nth_reply(&p, n));
         (orig, cont)
+    }
+
+    fn recorder(&self) -> Option<Box<dyn crate::kit::recorder::Recorder>> {
+        Some(Box::new(super::record::ClaudeRecorder))
     }
 }

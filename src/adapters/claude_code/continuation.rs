@@ -377,6 +377,23 @@ impl ContinuationAgent for ClaudeContinuation {
     }
 }
 
+/// A stored message (`api-request-blob`) whose last block is the resume text, without that
+/// block; `None` when it holds no resume text.
+fn without_resume_text(message: Option<&Value>, resume_text: &str) -> Option<Value> {
+    let m = message?;
+    let blocks = m.get("content")?.as_array()?;
+    let (last, rest) = blocks.split_last()?;
+    let t = last.get("text").and_then(Value::as_str)?;
+    if rest.is_empty()
+        || !(is_nonce(t) || (t == resume_text && resume_text != CLAUDE_DEFAULT_RESUME_TEXT))
+    {
+        return None;
+    }
+    let mut m = m.clone();
+    m["content"] = Value::Array(rest.to_vec());
+    Some(m)
+}
+
 /// `PVISOR-RESUME-<24 hex>`: a resume nonce of this or an earlier attempt.
 fn is_nonce(s: &str) -> bool {
     s.strip_prefix("PVISOR-RESUME-")
@@ -598,10 +615,33 @@ pub fn clean_continued(
     let mut removed_parent: HashMap<String, Option<String>> = HashMap::new();
     let mut removed: Vec<String> = Vec::new();
     let mut keep = vec![true; records.len()];
+    // Claude stores each message it sends once (`api-request-blob`, by hash): the resume text
+    // joins the tool results before it in one user message, which is stored with it. Without
+    // the resume text it is the results message: stored as such (or not at all when the
+    // prefix already stores it), and the requests name it by its own hash.
+    let mut rehashed: HashMap<String, String> = HashMap::new();
+    let mut rewritten: HashMap<usize, String> = HashMap::new();
     for (i, (_, v)) in records.iter().enumerate() {
         let ty = v.get("type").and_then(Value::as_str).unwrap_or("");
         let drop = match ty {
             "queue-operation" => true,
+            "api-request-blob" => match without_resume_text(v.get("message"), resume_text) {
+                Some(m) => {
+                    let new = super::rebuild::claude_message_sha256(&m);
+                    if let Some(h) = v.get("hash").and_then(Value::as_str) {
+                        rehashed.insert(h.to_string(), new.clone());
+                    }
+                    let stored = prefix_text.contains(&format!("\"hash\":\"{new}\""));
+                    if !stored {
+                        let mut b = v.clone();
+                        b["hash"] = Value::String(new);
+                        b["message"] = m;
+                        rewritten.insert(i, serde_json::to_string(&b).expect("JSON"));
+                    }
+                    stored
+                }
+                None => false,
+            },
             "user" => v.get("isMeta").and_then(Value::as_bool) == Some(true) && is_resume_text(v),
             "last-prompt" => v
                 .get("lastPrompt")
@@ -652,12 +692,29 @@ pub fn clean_continued(
             .get("parentUuid")
             .and_then(Value::as_str)
             .map(String::from);
+        let renamed = v.get("type").and_then(Value::as_str) == Some("api-request")
+            && v.get("tail").and_then(Value::as_array).is_some_and(|t| {
+                t.iter()
+                    .any(|h| h.as_str().is_some_and(|h| rehashed.contains_key(h)))
+            });
         let line = match &parent {
             Some(p) if removed_parent.contains_key(p) => {
                 let mut v = v.clone();
                 v["parentUuid"] = resolve(parent.clone())
                     .map(Value::String)
                     .unwrap_or(Value::Null);
+                serde_json::to_string(&v).expect("JSON")
+            }
+            _ if rewritten.contains_key(&i) => rewritten[&i].clone(),
+            _ if renamed => {
+                let mut v = v.clone();
+                if let Some(Value::Array(tail)) = v.get_mut("tail") {
+                    for h in tail.iter_mut() {
+                        if let Some(new) = h.as_str().and_then(|x| rehashed.get(x)) {
+                            *h = Value::String(new.clone());
+                        }
+                    }
+                }
                 serde_json::to_string(&v).expect("JSON")
             }
             _ => raw.clone(),
@@ -717,6 +774,68 @@ mod tests {
             .collect();
         assert_eq!(lines[1]["parentUuid"], "b");
         assert!(!c.text.contains("PVISOR-RESUME-1"));
+    }
+
+    /// Claude's stored copy of the results message with the resume text appended becomes the
+    /// results message under its own hash (or goes, when the prefix stores it already), and
+    /// the request names it by that hash.
+    #[test]
+    fn cleaning_restores_the_stored_results_message_without_the_resume_text() {
+        let nonce = "PVISOR-RESUME-0123456789abcdef01234567";
+        let results = json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]});
+        let mut sent = results.clone();
+        sent["content"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"type": "text", "text": nonce}));
+        let want = super::super::rebuild::claude_message_sha256(&results);
+        let appended = |prefix: &str| {
+            let mut f = prefix.to_string();
+            f += &line(
+                json!({"type": "user", "isMeta": true, "uuid": "m", "parentUuid": "b", "sessionId": SID, "message": {"role": "user", "content": [{"type": "text", "text": nonce}]}}),
+            );
+            f += &line(
+                json!({"type": "api-request-blob", "sessionId": SID, "hash": "old", "message": sent}),
+            );
+            f += &line(
+                json!({"type": "api-request", "sessionId": SID, "id": "r2", "keep": 1, "tail": ["a1", "old"]}),
+            );
+            f
+        };
+        let prefix = line(
+            json!({"type": "user", "uuid": "b", "parentUuid": null, "sessionId": SID, "message": {"content": [{"type": "tool_result"}]}}),
+        );
+        let c =
+            clean_continued(appended(&prefix).as_bytes(), prefix.as_bytes(), SID, nonce).unwrap();
+        assert!(!c.text.contains("PVISOR-RESUME"), "{}", c.text);
+        let lines: Vec<Value> = c
+            .text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines[1]["type"], "api-request-blob");
+        assert_eq!(lines[1]["hash"], want.as_str());
+        assert_eq!(lines[1]["message"], results);
+        assert_eq!(lines[2]["tail"], json!(["a1", want]));
+        // Stored before the boundary already: the copy goes, the request names the stored one.
+        let prefix2 = prefix.clone()
+            + &line(
+                json!({"type": "api-request-blob", "sessionId": SID, "hash": want, "message": results}),
+            );
+        let c = clean_continued(
+            appended(&prefix2).as_bytes(),
+            prefix2.as_bytes(),
+            SID,
+            nonce,
+        )
+        .unwrap();
+        assert_eq!(c.removed, ["user", "api-request-blob"]);
+        assert_eq!(c.text.matches("api-request-blob").count(), 1);
+        assert!(
+            c.text.contains(&format!("\"tail\":[\"a1\",\"{want}\"]")),
+            "{}",
+            c.text
+        );
     }
 
     #[test]

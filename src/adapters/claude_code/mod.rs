@@ -4,6 +4,7 @@
 //! - [`rebuild`]: the native session with fresh observations, in an isolated config dir.
 //! - [`continuation`]: resuming the rebuilt session with the real `claude` through the bridge.
 //! - [`drift`]: the host/time snapshots Claude compares on resume, set to the live host.
+//! - [`record`]: recording sessions with the real `claude` (`pvisor certify`).
 //! - [`agent`]: the [`crate::kit::Adapter`] implementation tying the parts together.
 //! - [`tools`]: re-execution of Claude Code's native tools, producing the exact
 //!   `tool_result.content` texts Claude Code 2.1.332 sends to the model.
@@ -19,6 +20,7 @@ pub mod drift;
 pub mod install;
 pub mod parse;
 pub mod rebuild;
+pub mod record;
 pub mod request_rules;
 pub mod tools;
 pub mod versions;

@@ -415,7 +415,9 @@ fn splice_block(block: &mut Map<String, Value>, obs: &Observation) -> bool {
 /// Anthropic form, the way Claude Code 2.1.332 builds its request from a transcript:
 ///
 /// * a run of assistant records with one `message.id` → one assistant message (blocks in
-///   line order); thinking-only and whitespace-only assistant messages are dropped;
+///   line order); thinking-only and whitespace-only assistant messages are dropped; records of
+///   that id after tool-result records only (results of calls that ended while the reply
+///   streamed) join the same message, and their results the one user message after it;
 /// * a user record → a user message (a string prompt becomes one text block);
 /// * the attachments that follow a user record (until the next user/assistant record) are
 ///   grouped with it: `renderedRole: "user"` ones become text blocks (`rendered` + `"\n"`)
@@ -425,6 +427,8 @@ fn splice_block(block: &mut Map<String, Value>, obs: &Observation) -> bool {
 /// * consecutive user messages are merged (as the API does).
 pub fn render_messages(records: &[&Value]) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::new();
+    // The last assistant message pushed: its index in `out` and its `message.id`.
+    let mut last_assistant: Option<(usize, Option<String>)> = None;
     let mut i = 0;
     while i < records.len() {
         let r = records[i];
@@ -465,8 +469,22 @@ pub fn render_messages(records: &[&Value]) -> Vec<Value> {
                                 .is_some_and(|t| !t.trim().is_empty()),
                             _ => true,
                         });
-                if meaningful {
+                // A tool that finished while the reply was still streaming (an unknown tool's
+                // error, a fast call of a parallel batch) has its result record written
+                // between the reply's records: Claude merges the reply's later blocks into
+                // its message all the same, and the results after it.
+                let earlier = last_assistant
+                    .as_ref()
+                    .filter(|(_, prev)| id.is_some() && *prev == id)
+                    .map(|(at, _)| *at)
+                    .filter(|&at| out[at + 1..].iter().all(only_tool_results));
+                if let Some(at) = earlier {
+                    if let Some(Value::Array(a)) = out[at].get_mut("content") {
+                        a.extend(blocks);
+                    }
+                } else if meaningful {
                     out.push(json!({"role": "assistant", "content": blocks}));
+                    last_assistant = Some((out.len() - 1, id));
                 }
             }
             "user" | "attachment" => {
@@ -536,6 +554,15 @@ pub fn render_messages(records: &[&Value]) -> Vec<Value> {
     out.into_iter()
         .map(|m| canonical_anthropic_message(&m))
         .collect()
+}
+
+/// A user message that holds tool results only.
+fn only_tool_results(m: &Value) -> bool {
+    m.get("role").and_then(Value::as_str) == Some("user")
+        && m.get("content").and_then(Value::as_array).is_some_and(|a| {
+            a.iter()
+                .all(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
+        })
 }
 
 fn push_user(out: &mut Vec<Value>, content: Vec<Value>) {

@@ -242,4 +242,8 @@ impl Adapter for Codex {
             .and_then(|c| c.replies.get(n).and_then(|r| action_of(&c.path, c.era, r)));
         (orig, cont)
     }
+
+    fn recorder(&self) -> Option<Box<dyn crate::kit::recorder::Recorder>> {
+        Some(Box::new(super::record::CodexRecorder))
+    }
 }

@@ -6,6 +6,7 @@
 //!   (`exec_command`/`write_stdin` unified exec, `shell`, `shell_command`, `local_shell_call`,
 //!   `apply_patch` via [`patch`], `update_plan`); code mode `exec` is refused.
 //! - [`rebuild`]: the rollout with fresh observations in an isolated `CODEX_HOME`.
+//! - [`record`]: recording sessions with the real CLI (`pvisor certify`).
 //! - [`agent`]: the [`crate::kit::Adapter`] implementation.
 //!
 //! Texts were read in the 0.149.0 binary (`strings` on the npm package's Rust executable) and
@@ -18,6 +19,7 @@ pub mod continuation;
 pub mod parse;
 pub mod patch;
 pub mod rebuild;
+pub mod record;
 pub mod request_rules;
 pub mod scan;
 pub mod tools;

@@ -149,12 +149,14 @@ fn random_chunk_id() -> String {
     format!("{n:06x}")
 }
 
-/// The unified exec response text.
+/// The unified exec response text. `raw_len`: the bytes the command wrote, on which Codex
+/// counts the original tokens (`output` is their text, invalid UTF-8 replaced).
 pub fn format_unified(
     wall: Duration,
     exit: Option<i32>,
     session: Option<&str>,
     output: &str,
+    raw_len: usize,
     max_tokens: usize,
 ) -> String {
     let mut s = Vec::new();
@@ -166,7 +168,7 @@ pub fn format_unified(
     if let Some(id) = session {
         s.push(format!("Process running with session ID {id}"));
     }
-    s.push(format!("Original token count: {}", approx_tokens(output)));
+    s.push(format!("Original token count: {}", raw_len.div_ceil(4)));
     s.push("Output:".into());
     if output.len() > max_tokens.saturating_mul(4) {
         // Recorded (tests/fixtures/codex/recorded/commands, `max_output_tokens: 60`): a
@@ -308,6 +310,9 @@ pub struct Unified {
     /// The session id the model sees while the process runs on.
     pub session: Option<String>,
     pub output: String,
+    /// How many bytes the command wrote (Codex counts its tokens on them, before the bytes
+    /// that are not UTF-8 become U+FFFD in `output`).
+    pub raw_len: usize,
     /// `max_output_tokens` as given (`None`: Codex's default for text, untruncated in code mode).
     pub max_tokens: Option<usize>,
 }
@@ -319,6 +324,7 @@ impl Unified {
             self.exit,
             self.session.as_deref(),
             &self.output,
+            self.raw_len,
             self.max_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS),
         )
     }
@@ -347,7 +353,7 @@ impl Unified {
         }
         m.insert(
             "original_token_count".into(),
-            Value::from(approx_tokens(&self.output)),
+            Value::from(self.raw_len.div_ceil(4)),
         );
         let output = match self.max_tokens {
             Some(max) if self.output.len() > max.saturating_mul(4) => {
@@ -420,7 +426,10 @@ impl Sessions {
         ];
         let mut s = spawn_merged(&argv, &cwd, t, ctx, &call.call_id)?;
         let Poll {
-            exit, output: out, ..
+            exit,
+            output: out,
+            raw_len,
+            ..
         } = s.wait(Duration::from_millis(yield_ms));
         let wall = s.started().elapsed();
         let sid = match exit {
@@ -437,6 +446,7 @@ impl Sessions {
             exit,
             session: sid,
             output: out,
+            raw_len,
             max_tokens,
         })
     }
@@ -477,7 +487,10 @@ impl Sessions {
         }
         let start = Instant::now();
         let Poll {
-            exit, output: out, ..
+            exit,
+            output: out,
+            raw_len,
+            ..
         } = s.wait(Duration::from_millis(yield_ms));
         let wall = start.elapsed();
         if exit.is_some() {
@@ -488,6 +501,7 @@ impl Sessions {
             exit,
             session: exit.is_none().then_some(id),
             output: out,
+            raw_len,
             max_tokens,
         }))
     }
@@ -663,6 +677,25 @@ pub fn update_plan(call: &ToolCall) -> Result<ToolOutcome, ExecError> {
     })
 }
 
+/// The recorded answer of Codex's exec policy to a command it refused without running it
+/// (`exec_command failed for `<argv>`: CreateProcess { message: "Rejected(\"… rejected: rm -f
+/// style commands are not permitted…\")" }`, under the `never` approval policy of
+/// `--dangerously-bypass-approvals-and-sandbox`). The refusal is the policy's decision on the
+/// recorded command under the recorded approval policy, which the same Codex makes the same
+/// way: the replay does not run the command either and answers the recorded text.
+pub fn policy_rejection(call: &ToolCall) -> Option<Observation> {
+    if !matches!(
+        call.tool.as_str(),
+        "exec_command" | "shell" | "shell_command" | "local_shell"
+    ) {
+        return None;
+    }
+    let o = call.original.as_ref()?;
+    let refused = o.text.starts_with(&format!("{} failed", call.tool))
+        && o.text.contains("CreateProcess { message: \"Rejected(");
+    refused.then(|| o.clone())
+}
+
 impl Sessions {
     /// Execute one call.
     pub fn execute(&self, call: &ToolCall, ctx: &ExecContext) -> Result<ToolOutcome, ExecError> {
@@ -670,6 +703,14 @@ impl Sessions {
             return Err(ExecError::Unsupported {
                 tool: call.tool.clone(),
                 reason: r,
+            });
+        }
+        if let Some(obs) = policy_rejection(call) {
+            return Ok(ToolOutcome {
+                observation: obs,
+                exit_code: None,
+                duration_ms: 0,
+                touched: vec![],
             });
         }
         let a = &call.input;
@@ -732,6 +773,36 @@ impl Sessions {
 mod tests {
     use super::*;
 
+    /// A command Codex's policy refused is answered with the recorded refusal, not run.
+    #[test]
+    fn a_policy_refusal_is_answered_as_recorded_and_nothing_runs() {
+        let refusal = "exec_command failed for `/bin/bash -lc \"rm -f x; ls\"`: CreateProcess { message: \"Rejected(\\\"`/bin/bash -lc \\\\\\\"rm -f x; ls\\\\\\\"` rejected: rm -f style commands are not permitted. Use a safer approach\\\")\" }";
+        let call = |text: &str| ToolCall {
+            call_id: "c1".into(),
+            tool: "exec_command".into(),
+            input: serde_json::json!({"cmd": "rm -f x; ls"}),
+            original: Some(Observation {
+                text: text.into(),
+                is_error: false,
+                native: None,
+            }),
+            locator: Default::default(),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("x"), "keep").unwrap();
+        let ctx = ExecContext {
+            workspace: dir.path().to_path_buf(),
+            log_dir: dir.path().join("logs"),
+            state_dir: dir.path().join("state"),
+            timeout: Duration::from_secs(10),
+            agent_entrypoint: None,
+        };
+        let out = Sessions::default().execute(&call(refusal), &ctx).unwrap();
+        assert_eq!(out.observation.text, refusal);
+        assert!(dir.path().join("x").exists(), "the refused command ran");
+        assert!(policy_rejection(&call("Chunk ID: 1\nOutput:\n")).is_none());
+    }
+
     #[test]
     fn masks_a_code_mode_result_printed_as_json() {
         let a = r#"{"chunk_id":"8f0d39","wall_time_seconds":6.75e-6,"session_id":71089,"original_token_count":2,"output":"hi\n"}"#;
@@ -756,11 +827,11 @@ mod tests {
     fn unified_truncation_as_recorded() {
         // tests/fixtures/codex/recorded/commands: `seq 1 2000` with max_output_tokens 60.
         let out: String = (1..=2000).map(|i| format!("{i}\n")).collect();
-        let t = format_unified(Duration::ZERO, Some(0), None, &out, 60);
+        let t = format_unified(Duration::ZERO, Some(0), None, &out, out.len(), 60);
         let body = t.split_once("Output:\n").unwrap().1;
         assert!(body.starts_with("Warning: truncated output (original token count: 2224)\nTotal output lines: 2000\n\n1\n2\n"), "{body}");
         assert!(body.contains("43\n…2164 tokens truncated…1977\n"), "{body}");
-        assert!(!format_unified(Duration::ZERO, Some(0), None, "a\n", 60).contains("Warning"));
+        assert!(!format_unified(Duration::ZERO, Some(0), None, "a\n", 2, 60).contains("Warning"));
     }
 
     #[test]

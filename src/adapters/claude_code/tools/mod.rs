@@ -110,6 +110,10 @@ pub struct ToolConfig {
     /// 2.1.220..=2.1.332 they do not exist and a call gets `<tool_use_error>Error: No such
     /// tool available: LS</tool_use_error>` (recorded), which is what the default reproduces.
     pub behaviour: super::versions::Behaviour,
+    /// Calls of a tool the request that made them did not offer (its `api-request-shape`
+    /// lists the tools; sessions without one offer every tool): Claude answers them
+    /// `No such tool available` without running anything.
+    pub unoffered: std::collections::HashSet<String>,
 }
 
 impl Default for ToolConfig {
@@ -121,6 +125,7 @@ impl Default for ToolConfig {
             tool_results_dir: None,
             bash_env: Vec::new(),
             behaviour: super::versions::Behaviour::default(),
+            unoffered: Default::default(),
         }
     }
 }
@@ -154,9 +159,51 @@ impl ToolConfig {
             cwd: session.original_cwd.clone(),
             read_guard,
             behaviour,
+            unoffered: unoffered_calls(session),
             ..ToolConfig::default()
         }
     }
+}
+
+/// The names of the tools offered by the last request before record `before` (its
+/// `api-request-shape` record: Claude writes one before each request whose system prompt and
+/// tools are new); `None` for sessions that record no shape (before 2.1.332).
+pub fn offered_tools(session: &ParsedSession, before: usize) -> Option<Vec<String>> {
+    let tools = session.records[..before.min(session.records.len())]
+        .iter()
+        .rev()
+        .find(|r| r.kind == "api-request-shape")?
+        .value
+        .pointer("/shape/tools")?
+        .as_array()?;
+    Some(
+        tools
+            .iter()
+            .filter_map(|t| t.get("name").and_then(Value::as_str).map(String::from))
+            .collect(),
+    )
+}
+
+/// The calls whose tool the request that made them did not offer ([`offered_tools`]).
+fn unoffered_calls(session: &ParsedSession) -> std::collections::HashSet<String> {
+    session
+        .calls
+        .iter()
+        .filter(|c| offered_tools(session, c.use_record).is_some_and(|t| !t.contains(&c.tool)))
+        .map(|c| c.call_id.clone())
+        .collect()
+}
+
+/// `chunk-bqhgd24a.js`: the runner's answer to a tool name it does not offer; for the
+/// search tools a native build leaves out, with the Bash command to use instead.
+fn no_such_tool(tool: &str) -> String {
+    let instead = match tool {
+        "Grep" => " Grep is not available in this session — search file contents with `grep` via the Bash tool instead.",
+        "Glob" => " Glob is not available in this session — find files with `find` via the Bash tool instead.",
+        _ => "",
+    };
+    let sep = if instead.is_empty() { "" } else { "." };
+    format!("<tool_use_error>Error: No such tool available: {tool}{sep}{instead}</tool_use_error>")
 }
 
 /// What Claude remembers about a file the model has seen (`readFileState` entry).
@@ -537,26 +584,25 @@ impl ToolSession {
             call_id: &call.call_id,
         };
         let input = &call.input;
+        let unoffered = self.config.unoffered.contains(&call.call_id)
+            || (matches!(call.tool.as_str(), "LS" | "MultiEdit")
+                && !self.config.behaviour.legacy_tools);
+        if unoffered {
+            return Ok(ToolOutcome {
+                observation: Observation {
+                    text: no_such_tool(&call.tool),
+                    is_error: true,
+                    native: None,
+                },
+                exit_code: None,
+                duration_ms: started.elapsed().as_millis() as u64,
+                touched: Vec::new(),
+            });
+        }
         let out = match call.tool.as_str() {
             "Read" => read::run(input, &mut cx)?,
             "Write" => write::run(input, &mut cx)?,
             "Edit" => edit::run(input, &mut cx)?,
-            "LS" | "MultiEdit" if !self.config.behaviour.legacy_tools => {
-                // `chunk-bqhgd24a.js`: the runner's answer to a tool name it does not offer.
-                return Ok(ToolOutcome {
-                    observation: Observation {
-                        text: format!(
-                            "<tool_use_error>Error: No such tool available: {}</tool_use_error>",
-                            call.tool
-                        ),
-                        is_error: true,
-                        native: None,
-                    },
-                    exit_code: None,
-                    duration_ms: started.elapsed().as_millis() as u64,
-                    touched: Vec::new(),
-                });
-            }
             "MultiEdit" => edit::run_multi(input, &mut cx)?,
             "Bash" => {
                 if input.get("run_in_background").and_then(Value::as_bool) == Some(true) {
