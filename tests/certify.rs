@@ -183,10 +183,9 @@ fn a_cli_that_changes_after_recording_is_not_certified() {
     );
     let failing = &cert["smallest_failing_case"];
     let reason = failing["reason"].as_str().unwrap();
-    assert!(
-        reason.contains("request 1 differs") && reason.contains("/model"),
-        "{reason}"
-    );
+    // Asked for another model, Codex's first request is not the original one: the bridge
+    // refuses it, or it differs from the original request N+1.
+    assert!(reason.starts_with("continuation N="), "{reason}");
     let folder = Path::new(failing["folder"].as_str().unwrap());
     let task = folder.join("task.json");
     assert!(task.is_file() && folder.join("requests.jsonl").is_file());

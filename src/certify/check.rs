@@ -264,6 +264,10 @@ impl Case<'_> {
             &self.replay_args(id, n, &self.continue_flags(plan, n)),
             None,
         );
+        if ran.code != 0 {
+            // A continuation that fails sends no request the run accepts as the first.
+            tally.first_requests_equal.add(false);
+        }
         self.ran_ok(&ran, &format!("continuation N={n}"))?;
         let got = read_lines(&self.state(id).join("logs/scripted-model.jsonl"))
             .into_iter()

@@ -395,7 +395,7 @@ pub fn apply(
                         ))
                     }
                 };
-                if let Err(e) = std::fs::read_to_string(&abs) {
+                if let Err(e) = read_text(&abs) {
                     return PatchOutcome::Rejected(format!(
                         "apply_patch verification failed: Failed to read {}: {e}",
                         abs.display()
@@ -417,7 +417,7 @@ pub fn apply(
                         ))
                     }
                 };
-                let original = match std::fs::read_to_string(&abs) {
+                let original = match read_text(&abs) {
                     Ok(s) => s,
                     Err(e) => {
                         return PatchOutcome::Rejected(format!(
@@ -511,6 +511,14 @@ pub fn apply(
         stdout: out,
         touched,
     }
+}
+
+/// A file's text as Codex reads it (the bytes, then UTF-8): an I/O error, or for bytes that
+/// are not UTF-8 `invalid utf-8 sequence of 1 bytes from index 3` (not the `stream did not
+/// contain valid UTF-8` of a read into a string).
+fn read_text(path: &Path) -> Result<String, String> {
+    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+    String::from_utf8(bytes).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
