@@ -147,3 +147,84 @@ fn every_registered_adapter_has_a_parser_fuzz_target() {
         );
     }
 }
+
+#[path = "../fuzz/common/bridge_cases.rs"]
+mod bridge_cases;
+
+/// The short smoke of the `bridge_validate` fuzz target: every adapter's request check, with
+/// its expected prefix taken from a request its real CLI sent. The request it was taken from
+/// is accepted as request 1 and refused as a later one (it goes no further than the prefix);
+/// every earlier request (shorter than the prefix) is refused; a byte changed in a prefix
+/// message's text, a message dropped or duplicated is refused; byte flips and truncations of
+/// every logged request never panic.
+#[test]
+fn bridge_request_check_smoke() {
+    use serde_json::Value;
+    let root = fixtures();
+    let mut inputs = 0;
+    for (i, (agent, protocol, log)) in bridge_cases::CASES.iter().enumerate() {
+        let v = bridge_cases::Validator::new(&root, i);
+        let bodies = bridge_cases::bodies(&root, log);
+        assert!(
+            bodies.len() >= 2,
+            "{agent}: {log} has no second main request"
+        );
+        let genuine = serde_json::to_vec(&bodies[1]).unwrap();
+        assert_eq!(v.check(&genuine, false), Ok(()), "{agent}: its own request");
+        assert!(
+            v.check(&genuine, true).is_err(),
+            "{agent}: no turn after the boundary"
+        );
+        assert!(
+            v.check(&serde_json::to_vec(&bodies[0]).unwrap(), false)
+                .is_err(),
+            "{agent}"
+        );
+        let key = protocol.list_key();
+        let list = bodies[1][key].as_array().unwrap().clone();
+        let last = list.len() - 1;
+        let mut edits: Vec<(String, Value)> = vec![];
+        let mut dropped = bodies[1].clone();
+        dropped[key].as_array_mut().unwrap().remove(last);
+        edits.push(("the last message dropped".into(), dropped));
+        let mut dup = bodies[1].clone();
+        dup[key].as_array_mut().unwrap().push(list[last].clone());
+        edits.push(("the last message duplicated".into(), dup));
+        // A changed character in the last message's text (wherever its strings are).
+        let mut changed = bodies[1].clone();
+        fn change_a_string(v: &mut Value) -> bool {
+            match v {
+                Value::String(s) if s.len() > 3 && s.is_ascii() => {
+                    let c = if s.as_bytes()[1] == b'x' { "y" } else { "x" };
+                    s.replace_range(1..2, c);
+                    true
+                }
+                Value::Array(a) => a.iter_mut().rev().any(change_a_string),
+                Value::Object(o) => o
+                    .iter_mut()
+                    .filter(|(k, _)| *k != "type" && *k != "role")
+                    .any(|(_, x)| change_a_string(x)),
+                _ => false,
+            }
+        }
+        assert!(change_a_string(&mut changed[key][last]), "{agent}");
+        edits.push(("a character of the last message changed".into(), changed));
+        for (what, body) in edits {
+            let r = v.check(&serde_json::to_vec(&body).unwrap(), false);
+            assert!(r.is_err(), "{agent}: {what} was accepted");
+            inputs += 1;
+        }
+        for body in &bodies {
+            let bytes = serde_json::to_vec(body).unwrap();
+            let step = (bytes.len() / 150).max(1);
+            for k in (0..bytes.len()).step_by(step) {
+                let mut flipped = bytes.clone();
+                flipped[k] ^= 0x20;
+                let _ = v.check(&flipped, k % 2 == 0);
+                let _ = v.check(&bytes[..k], false);
+                inputs += 2;
+            }
+        }
+    }
+    assert!(inputs > 5_000, "{inputs}");
+}

@@ -32,6 +32,7 @@ mod peer;
 mod server;
 pub mod sse;
 pub mod translate;
+pub mod validate;
 
 use journal_format::event::BridgeStarted;
 use journal_format::Event;

@@ -1,8 +1,9 @@
 //! The bridge's HTTP side: hyper 1 server on 127.0.0.1, hyper client to the upstream.
 
 use super::sse::SseScanner;
+use super::validate::{Expected, Refusal};
 use super::{translate, BridgeConfig, BridgeNotice, BridgeStats, Protocol};
-use crate::digest::{blake3 as blake3_digest, message_digest, prefix_digest};
+use crate::digest::{blake3 as blake3_digest, prefix_digest};
 use crate::protocol::route_name;
 use bytes::Bytes;
 use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Full, StreamBody};
@@ -40,10 +41,8 @@ struct State {
 pub(super) struct Shared {
     pub(super) cfg: BridgeConfig,
     key: String,
-    prefix_digests: Vec<String>,
-    /// The digest of the boundary prompt message when the agent sends it itself
-    /// (`RequestRules::boundary_prompt_in_history`): it must stand right after O′N.
-    agent_prompt_digest: Option<String>,
+    /// What every main request is checked against.
+    pub(super) expected: Expected,
     pub(super) prefix_digest: String,
     client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
     state: Mutex<State>,
@@ -58,14 +57,10 @@ impl Shared {
         key: String,
         notices: mpsc::UnboundedSender<BridgeNotice>,
     ) -> Shared {
-        let prefix: Vec<Value> = cfg.prefix.iter().map(|m| canonical_for(&cfg, m)).collect();
-        let prefix_digests = prefix.iter().map(message_digest).collect();
-        let pd = prefix_digest(&prefix);
-        let agent_prompt_digest = cfg
-            .boundary_prompt
-            .as_deref()
-            .filter(|_| cfg.rules.boundary_prompt_in_history())
-            .map(|p| message_digest(&canonical_for(&cfg, &cfg.protocol.user_message(p))));
+        let mut cfg = cfg;
+        cfg.prefix = super::validate::canonical_prefix(&cfg);
+        let pd = prefix_digest(&cfg.prefix);
+        let expected = Expected::new(&cfg);
         // http:// and https:// upstreams; TLS by rustls (ring) with the webpki root store.
         let https = hyper_rustls::HttpsConnectorBuilder::new()
             .with_provider_and_webpki_roots(std::sync::Arc::new(
@@ -76,13 +71,10 @@ impl Shared {
             .enable_http1()
             .build();
         let client = Client::builder(TokioExecutor::new()).build(https);
-        let mut cfg = cfg;
-        cfg.prefix = prefix;
         Shared {
             cfg,
             key,
-            prefix_digests,
-            agent_prompt_digest,
+            expected,
             prefix_digest: pd,
             client,
             state: Mutex::new(State::default()),
@@ -293,35 +285,6 @@ async fn unauthenticated(
             "authentication_error",
             &reason,
         )
-    }
-}
-
-/// Why a main request was refused.
-struct Refusal {
-    n: u64,
-    reason: String,
-    /// The first difference from the expected request, in words.
-    difference: Option<String>,
-    /// The request asks for a step beyond the live budget (the budget's end, not an error).
-    budget: bool,
-}
-
-impl Refusal {
-    fn new(n: u64, reason: impl Into<String>) -> Refusal {
-        Refusal {
-            n,
-            reason: reason.into(),
-            difference: None,
-            budget: false,
-        }
-    }
-    fn with(n: u64, reason: impl Into<String>, difference: String) -> Refusal {
-        Refusal {
-            n,
-            reason: reason.into(),
-            difference: Some(difference),
-            budget: false,
-        }
     }
 }
 
@@ -639,25 +602,6 @@ struct Prepared {
     injected: bool,
 }
 
-fn removed_item(kind: &str, item: &Value) -> RemovedItem {
-    RemovedItem {
-        kind: kind.to_string(),
-        digest: message_digest(item),
-    }
-}
-
-/// Whether a key or a string anywhere in `v` contains `text` (a resume nonce: letters, digits
-/// and dashes, which JSON writes as they are, so this is a search of the request's text
-/// without writing it).
-fn mentions(v: &Value, text: &str) -> bool {
-    match v {
-        Value::String(s) => s.contains(text),
-        Value::Array(a) => a.iter().any(|x| mentions(x, text)),
-        Value::Object(o) => o.iter().any(|(k, x)| k.contains(text) || mentions(x, text)),
-        _ => false,
-    }
-}
-
 /// Validate a main request against the prefix and build the body to forward.
 fn prepare(sh: &Shared, mut body: Value) -> Result<Prepared, Refusal> {
     let (n, steps) = {
@@ -684,102 +628,14 @@ fn prepare(sh: &Shared, mut body: Value) -> Result<Prepared, Refusal> {
             return Err(r);
         }
     }
+    let super::validate::Checked {
+        head,
+        mut msgs,
+        removed,
+        plen,
+        agent_prompt,
+    } = super::validate::check(cfg, &sh.expected, n, steps, &mut body)?;
     let key = cfg.protocol.list_key();
-    // The list is taken out of the body (not copied) and put back, cleaned, at the end.
-    let mut msgs = match body.get_mut(key).map(Value::take) {
-        Some(Value::Array(a)) => a,
-        _ => return Err(Refusal::new(n, format!("the request has no `{key}` list"))),
-    };
-    let plen = cfg.prefix.len();
-    // The items the agent generates afresh for every request (its system prompt) are
-    // forwarded as they are and are not part of the prefix.
-    let head_len = cfg.rules.generated_head(&msgs).min(msgs.len());
-    let head: Vec<Value> = msgs.drain(..head_len).collect();
-    // Exactly what the agent's resume inserted, by its adapter's declared rules.
-    let refused = |r: crate::kit::RuleRefusal| match r.difference {
-        Some(d) => Refusal::with(n, r.reason, format!("request {n} has {d}")),
-        None => Refusal::new(n, r.reason),
-    };
-    let removed: Vec<RemovedItem> = cfg
-        .rules
-        .remove_inserted(&mut msgs, plen)
-        .map_err(refused)?
-        .iter()
-        .map(|r| removed_item(&r.kind, &r.item))
-        .collect();
-    cfg.rules.check_request(&body, &msgs).map_err(refused)?;
-    // A resume nonce must not remain anywhere (object keys included).
-    if let Some(t) = cfg.rules.forbidden_text() {
-        if mentions(&body, t) || head.iter().chain(&msgs).any(|m| mentions(m, t)) {
-            return Err(Refusal::new(
-                n,
-                "the resume nonce appears elsewhere in the request",
-            ));
-        }
-    }
-    let canon: Vec<Value> = msgs.iter().map(|m| canonical_for(cfg, m)).collect();
-    for (i, want) in sh.prefix_digests.iter().enumerate() {
-        let Some(got) = canon.get(i) else {
-            return Err(Refusal::with(
-                n,
-                format!(
-                    "the request has {} messages, fewer than the {plen} of the expected prefix",
-                    canon.len()
-                ),
-                format!(
-                    "request {n} ends after message {}; the prefix continues with {}",
-                    canon.len(),
-                    super::difference::describe_message(&cfg.prefix[i])
-                ),
-            ));
-        };
-        if &message_digest(got) != want {
-            return Err(Refusal::with(
-                n,
-                format!("message {i} differs from the expected prefix"),
-                format!(
-                    "request {n}, message {i} ({}): {}",
-                    super::difference::describe_message(got),
-                    super::difference::first_difference(&cfg.prefix[i], got)
-                ),
-            ));
-        }
-    }
-    // A boundary prompt the agent sends itself stands right after O′N, in every request.
-    let agent_prompt = sh.agent_prompt_digest.as_deref();
-    if let Some(want) = agent_prompt {
-        if canon.get(plen).map(message_digest).as_deref() != Some(want) {
-            return Err(Refusal::with(
-                n,
-                "the boundary prompt the agent was given is not right after O′N",
-                format!(
-                    "request {n}, message {plen}: {}",
-                    canon
-                        .get(plen)
-                        .map(super::difference::describe_message)
-                        .unwrap_or_else(|| "nothing".into())
-                ),
-            ));
-        }
-    }
-    let plen = plen + usize::from(agent_prompt.is_some());
-    if steps == 0 && canon.len() != plen {
-        let k = canon.len() - plen;
-        return Err(Refusal::with(
-            n,
-            format!("the first request does not end at the boundary: {k} message(s) after O′N"),
-            format!(
-                "request {n} has {k} message(s) after O′N: {}",
-                super::difference::describe_extra(&canon[plen..])
-            ),
-        ));
-    }
-    if steps > 0 && canon.len() == plen {
-        return Err(Refusal::new(
-            n,
-            "a later request carries no turn after the boundary",
-        ));
-    }
     // The boundary prompt joins the conversation once, with request 1; the agent never
     // stores it in its own history, so later requests carry it again at the same position.
     // The journal's `boundary_prompt_injected` marks the request that first carried it.
