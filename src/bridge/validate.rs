@@ -135,10 +135,10 @@ pub fn check(
         .iter()
         .map(|r| removed_item(&r.kind, &r.item))
         .collect();
-    cfg.rules.check_request(&body, &msgs).map_err(refused)?;
+    cfg.rules.check_request(body, &msgs).map_err(refused)?;
     // A resume nonce must not remain anywhere (object keys included).
     if let Some(t) = cfg.rules.forbidden_text() {
-        if mentions(&body, t) || head.iter().chain(&msgs).any(|m| mentions(m, t)) {
+        if mentions(body, t) || head.iter().chain(&msgs).any(|m| mentions(m, t)) {
             return Err(Refusal::new(
                 n,
                 "the resume nonce appears elsewhere in the request",
