@@ -27,3 +27,22 @@ for b in "$F"/openhands/**/base_state.json; do
     { cat "$b"; echo; for e in $(ls "$d/events" | grep '^event-' | sort); do cat "$d/events/$e"; echo; done; } > "$out"
 done
 echo "parse_openhands: $(ls "$ROOT/fuzz/corpus/parse_openhands" | wc -l) seeds"
+# The bridge check: a selector byte (the adapter of bridge_cases::CASES, high bit: a later
+# request) followed by the conversation list of each main request its real CLI sent.
+mkdir -p "$ROOT/fuzz/corpus/bridge_validate"
+python3 - "$ROOT" <<'PY'
+import json, sys, pathlib
+root = pathlib.Path(sys.argv[1])
+logs = ["claude/recorded/five-step/requests.jsonl", "codex/genuine/requests-run1.jsonl",
+        "opencode/genuine/requests-run1.jsonl", "pi/genuine/requests-run1.jsonl",
+        "mini-swe-agent/genuine-2.4.6/requests-run1.jsonl", "openhands/genuine/requests-run1.jsonl"]
+out = root / "fuzz/corpus/bridge_validate"
+for i, log in enumerate(logs):
+    for j, line in enumerate((root / "tests/fixtures" / log).read_text().splitlines()):
+        r = json.loads(line)
+        if r.get("kind") == "main":
+            key = "input" if "input" in r["body"] else "messages"
+            body = json.dumps(r["body"][key], separators=(",", ":")).encode()
+            (out / f"case{i}-req{j}").write_bytes(bytes([i]) + body)
+PY
+echo "bridge_validate: $(ls "$ROOT/fuzz/corpus/bridge_validate" | wc -l) seeds"

@@ -2,7 +2,9 @@
 //! against an expected prefix taken from a request its real CLI sent (the committed request
 //! logs): what the `bridge_validate` fuzz target and its smoke in the test suite run.
 //! An input is one selector byte (the adapter, and whether request 1 or a later one) and the
-//! request body.
+//! request's conversation list (`messages` / `input`), put in a body of the adapter's
+//! protocol (the rest of a body — model, tools, system prompt — is not what the check reads
+//! beyond a search for the resume nonce, and keeps the inputs small enough to fuzz fast).
 
 use pvisor::bridge::validate::{canonical_prefix, check, Expected};
 use pvisor::bridge::{BridgeConfig, Protocol, Upstream};
@@ -124,5 +126,23 @@ impl Validator {
         check(&self.cfg, &self.expected, 1, later as u64, &mut v)
             .map(|_| ())
             .map_err(|r| r.reason)
+    }
+
+    /// [`Validator::check`] of a body holding the conversation list `list` (JSON).
+    pub fn check_list(&self, list: &[u8], later: bool) -> Result<(), String> {
+        let list: Value = serde_json::from_slice(list).map_err(|e| e.to_string())?;
+        let mut body = serde_json::Map::new();
+        body.insert("model".into(), Value::from("fuzz"));
+        body.insert(self.cfg.protocol.list_key().into(), list);
+        body.insert("stream".into(), Value::from(true));
+        check(
+            &self.cfg,
+            &self.expected,
+            1,
+            later as u64,
+            &mut Value::Object(body),
+        )
+        .map(|_| ())
+        .map_err(|r| r.reason)
     }
 }

@@ -1,5 +1,5 @@
-//! Arbitrary request bodies through the bridge's request check of every adapter (first byte:
-//! which adapter, and request 1 or a later one): it must never panic, whatever the body.
+//! Arbitrary conversation lists through the bridge's request check of every adapter (first
+//! byte: which adapter, and request 1 or a later one): it must never panic, whatever the list.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
@@ -23,5 +23,5 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let v = validators();
-    let _ = v[sel as usize % v.len()].check(body, sel & 0x80 != 0);
+    let _ = v[sel as usize % v.len()].check_list(body, sel & 0x80 != 0);
 });

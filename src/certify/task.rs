@@ -5,7 +5,7 @@
 //! What they cover: parallel calls (a batch of several read-only steps; steps that write run
 //! alone, since agents run a batch's calls concurrently), unicode and bytes that are not
 //! UTF-8 in files, empty and large outputs, failing commands, edits that do not apply, files
-//! created then deleted, nested directories.
+//! created then deleted, nested directories, calls with an argument of the wrong type.
 
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -201,6 +201,7 @@ fn step() -> impl Strategy<Value = Step> {
         2 => read_step(),
         2 => (path(), line(), line()).prop_map(|(path, old, new)| Step::Edit { path, old, new }),
         1 => path().prop_map(|path| Step::Delete { path }),
+        1 => (1u32..100_000).prop_map(|number| Step::Malformed { number }),
     ]
 }
 

@@ -6,6 +6,7 @@
 //!
 //! Every type here is agent-neutral; agent specifics live in `crate::adapters::<agent>`.
 
+pub mod args;
 pub mod companion;
 pub mod json_lines;
 pub mod recorder;

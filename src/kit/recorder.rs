@@ -32,6 +32,9 @@ pub enum Step {
     Search { pattern: String },
     /// Files matching a glob, below the workspace.
     List { glob: String },
+    /// A command call whose command is a number, not a string: the agent answers with its own
+    /// argument error and runs nothing.
+    Malformed { number: u32 },
 }
 
 impl Step {

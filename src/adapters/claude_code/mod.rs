@@ -18,6 +18,7 @@ pub mod agent;
 pub mod continuation;
 pub mod drift;
 pub mod install;
+pub mod integrity;
 pub mod parse;
 pub mod rebuild;
 pub mod record;

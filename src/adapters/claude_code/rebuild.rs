@@ -231,21 +231,25 @@ fn compute_cut(
             by_uuid.entry(u).or_insert(pos);
         }
     }
-    // Extend over the attachments Claude chained after the boundary result before its next
-    // model request (they are part of that request: e.g. a system "changed on disk" note).
+    // Extend over the attachments Claude chained to the boundary result before its next model
+    // request (they are part of that request: e.g. a system "changed on disk" note, the prompt
+    // snapshot), following the chain as Claude does, not the order of the lines (a repeated
+    // line is the same record).
     let mut leaf = boundary;
-    for (pos, l) in lines.iter().enumerate().skip(boundary + 1) {
-        if l.uuid().is_some() {
-            if l.ty() == "attachment" && l.parent() == lines[leaf].uuid() {
-                by_uuid.entry(l.uuid().unwrap()).or_insert(pos);
-                leaf = pos;
-                continue;
-            }
+    let mut followed: HashSet<&str> = lines[leaf].uuid().into_iter().collect();
+    while let Some(parent) = lines[leaf].uuid() {
+        let next = lines.iter().enumerate().find(|(_, l)| {
+            l.ty() == "attachment"
+                && l.parent() == Some(parent)
+                && l.uuid().is_some_and(|u| !followed.contains(u))
+        });
+        let Some((pos, l)) = next else {
             break;
-        }
-        if l.ty().starts_with("api-request") {
-            break;
-        }
+        };
+        let u = l.uuid().expect("found by its uuid");
+        followed.insert(u);
+        by_uuid.entry(u).or_insert(pos);
+        leaf = by_uuid[u];
     }
 
     // Walk the chain from the leaf to the root.

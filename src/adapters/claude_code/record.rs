@@ -45,6 +45,10 @@ impl Recorder for ClaudeRecorder {
                 json!({ "pattern": pattern, "output_mode": "content", "-n": true }),
             ),
             Step::List { glob } => call("Glob", json!({ "pattern": glob })),
+            Step::Malformed { number } => call(
+                "Bash",
+                json!({ "command": number, "description": "A malformed call" }),
+            ),
         }]
     }
 

@@ -326,17 +326,33 @@ impl ContinuationAgent for CodexContinuation {
         let appended = String::from_utf8_lossy(&bytes[self.rebuilt.len()..]).into_owned();
         let mut out = String::from_utf8_lossy(&self.rebuilt).into_owned();
         let mut removed = Vec::new();
+        // Codex numbers its lines (`ordinal`); the kept live lines are numbered on from the
+        // prefix, so that the cleaned rollout has no gap where transport records were.
+        let mut next_ordinal = out
+            .lines()
+            .rev()
+            .find_map(|l| serde_json::from_str::<Value>(l).ok())
+            .and_then(|v| v.get("ordinal").and_then(Value::as_u64))
+            .map(|n| n + 1);
         for line in appended.lines() {
-            if let Ok(v) = serde_json::from_str::<Value>(line) {
+            let mut renumbered = None;
+            if let Ok(mut v) = serde_json::from_str::<Value>(line) {
                 if let Some(kind) = is_transport_line(&v, &self.nonce) {
                     removed.push(kind.to_string());
                     continue;
+                }
+                if let (Some(n), Some(_)) = (next_ordinal, v.get("ordinal")) {
+                    if v["ordinal"].as_u64() != Some(n) {
+                        v["ordinal"] = Value::from(n);
+                        renumbered = Some(serde_json::to_string(&v).expect("JSON"));
+                    }
+                    next_ordinal = Some(n + 1);
                 }
             }
             if line.contains(&self.nonce) {
                 return Err(AdapterError::Continuation("the resume nonce remains in the continued rollout outside the records it was expected in".into()));
             }
-            out.push_str(line);
+            out.push_str(renumbered.as_deref().unwrap_or(line));
             out.push('\n');
         }
         if !removed.iter().any(|r| r == "codex:resume_prompt") {

@@ -16,6 +16,7 @@
 pub mod agent;
 pub mod code_mode;
 pub mod continuation;
+pub mod integrity;
 pub mod parse;
 pub mod patch;
 pub mod rebuild;

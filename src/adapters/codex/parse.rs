@@ -298,6 +298,8 @@ struct Parser<'p> {
     plain: bool,
     /// Call id -> its place in `batches`.
     calls: HashMap<String, CallSlot>,
+    /// What the rollout says twice ([`super::integrity`]).
+    cross: super::integrity::Crosscheck,
 }
 
 /// The parse; `heads`: classify the lines that allow it from their [`Head`] (false: parse
@@ -323,6 +325,7 @@ fn parse_lines<R: std::io::BufRead>(
         compacted: None,
         plain: true,
         calls: HashMap::new(),
+        cross: Default::default(),
     };
     loop {
         let line = reader
@@ -356,7 +359,7 @@ impl Parser<'_> {
         if self.heads && self.era == Some(Era::Wrapped) {
             if let Some(h) = Head::of(l.text) {
                 if self.by_head(&h, l) {
-                    return Ok(());
+                    return self.cross.ordinal(self.path, l.number, h.ordinal.map(Some));
                 }
             }
         }
@@ -388,6 +391,10 @@ impl Parser<'_> {
         if self.era.is_none() {
             self.first(&line)?;
         }
+        if self.era == Some(Era::Wrapped) {
+            let ordinal = line.value.get("ordinal").map(Value::as_u64);
+            self.cross.ordinal(self.path, l.number, ordinal)?;
+        }
         self.whole(&line, l.start..l.end)
     }
 
@@ -413,6 +420,10 @@ impl Parser<'_> {
         match h.line_type() {
             "session_meta" => self.meta.is_some(),
             "event_msg" => {
+                if h.payload_type() == Some("item_completed") {
+                    // Cross-checked with the items it repeats: read whole.
+                    return false;
+                }
                 if h.payload_type() == Some("token_count") {
                     self.in_reply = false;
                 }
@@ -437,7 +448,9 @@ impl Parser<'_> {
                 let Some(ty) = p.ty.as_deref() else {
                     return false;
                 };
-                if is_call_or_output(ty) {
+                // Calls and outputs are parsed; messages and reasoning are cross-checked with
+                // the events that repeat them.
+                if is_call_or_output(ty) || matches!(ty, "message" | "reasoning") {
                     return false;
                 }
                 self.item_kind(is_reply(ty, p.role.as_deref()), l.start..l.end);
@@ -483,6 +496,14 @@ impl Parser<'_> {
                 self.in_reply = false;
                 return Ok(());
             }
+            "event_msg"
+                if era == Era::Wrapped
+                    && l.value["payload"].get("type").and_then(Value::as_str)
+                        == Some("item_completed") =>
+            {
+                self.cross.event(l.line, &l.value["payload"]);
+                return Ok(());
+            }
             "turn_context" => {
                 let p = &l.value["payload"];
                 self.last_turn_model = p.get("model").and_then(Value::as_str).map(str::to_string);
@@ -518,10 +539,15 @@ impl Parser<'_> {
             }
         };
         self.item_kind(is_reply_item(item), range.clone());
+        // The item's own fields are checked first (their errors name them), then its shape as a
+        // whole and what other records repeat of it.
         if matches!(ty, "function_call_output" | "custom_tool_call_output") {
-            return self.attach_output(l, item, ty, range);
+            self.attach_output(l, item, ty, range)?;
+            return self.cross.item(self.path, l.line, item);
         }
-        let Some((kind, tool, input)) = call_of(self.path, l.line, item, ty)? else {
+        let call = call_of(self.path, l.line, item, ty)?;
+        self.cross.item(self.path, l.line, item)?;
+        let Some((kind, tool, input)) = call else {
             return Ok(());
         };
         let id = match item.get("call_id").or_else(|| item.get("id")) {
@@ -649,6 +675,7 @@ impl Parser<'_> {
         let Some(era) = self.era else {
             return Err(err(self.path, 0, "file", "the rollout is empty".into()));
         };
+        self.cross.finish(self.path)?;
         let Some(meta) = self.meta else {
             return Err(err(
                 self.path,
@@ -660,6 +687,27 @@ impl Parser<'_> {
         let mut batches = self.batches;
         for b in &mut batches {
             b.complete = b.calls.iter().all(|c| c.original.is_some());
+        }
+        // Every call's arguments have the types its tool reads, or the rollout records
+        // Codex's own argument error for it (see `crate::kit::args`).
+        for c in batches.iter().flat_map(|b| &b.calls) {
+            let Some(args) = super::tools::arg_types(&c.tool) else {
+                continue;
+            };
+            if let Err(m) = crate::kit::args::check(&c.input, args) {
+                if !c
+                    .original
+                    .as_ref()
+                    .is_some_and(super::tools::is_argument_error)
+                {
+                    return Err(err(
+                        self.path,
+                        c.locator.line,
+                        &format!("payload.arguments.{}", m.field),
+                        format!("{} call {}: {}, and the rollout does not record Codex's argument error for it", c.tool, c.call_id, m.message),
+                    ));
+                }
+            }
         }
         let plan = Plan {
             agent: AGENT.into(),

@@ -48,6 +48,11 @@ impl Recorder for CodexRecorder {
             Step::Delete { path } => patch(format!("*** Delete File: {path}\n")),
             Step::Search { pattern } => exec(format!("grep -rn -- {} . | sort", quoted(pattern))),
             Step::List { glob } => exec(format!("find . -name {} | sort", quoted(glob))),
+            Step::Malformed { number } => ToolCallSpec {
+                name: "exec_command".into(),
+                input: json!({ "cmd": number }),
+                custom: false,
+            },
         }]
     }
 

@@ -119,6 +119,8 @@ impl RequestRules for CodexRequestRules {
         let mut v = protocol.canonical_message(item);
         if let Some(o) = v.as_object_mut() {
             o.remove(ROLLOUT_ONLY_KEY);
+            // A missing optional field and a `null` one are the same item.
+            o.retain(|_, x| !x.is_null());
         }
         v
     }

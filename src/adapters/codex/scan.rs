@@ -170,6 +170,9 @@ pub struct Head<'a> {
     pub ty: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     pub payload: Option<PayloadHead<'a>>,
+    /// Codex 0.149 numbers every line.
+    #[serde(default)]
+    pub ordinal: Option<u64>,
 }
 
 /// The fields of a payload that decide its role.

@@ -677,6 +677,39 @@ pub fn update_plan(call: &ToolCall) -> Result<ToolOutcome, ExecError> {
     })
 }
 
+/// The argument types of Codex's function tools (what its argument structs deserialize;
+/// arguments they do not name are not checked here). Freeform tools take a string.
+pub fn arg_types(tool: &str) -> Option<&'static [crate::kit::args::Arg]> {
+    use crate::kit::args::Ty::*;
+    Some(match tool {
+        "exec_command" => &[
+            ("cmd", Str, true),
+            ("workdir", Str, false),
+            ("shell", Str, false),
+            ("login", Bool, false),
+            ("tty", Bool, false),
+            ("yield_time_ms", Int, false),
+            ("max_output_tokens", Int, false),
+        ],
+        "write_stdin" => &[
+            ("session_id", Int, true),
+            ("chars", Str, false),
+            ("yield_time_ms", Int, false),
+            ("max_output_tokens", Int, false),
+        ],
+        "shell" | "local_shell" => &[("command", Strs, true), ("timeout_ms", Int, false)],
+        "shell_command" => &[("command", Str, true), ("timeout_ms", Int, false)],
+        "update_plan" => &[("plan", Array, true), ("explanation", Str, false)],
+        _ => return None,
+    })
+}
+
+/// Whether a recorded output is Codex's answer to arguments its tool could not read, given
+/// without running anything (`failed to parse function arguments: invalid type: …`).
+pub fn is_argument_error(obs: &Observation) -> bool {
+    obs.text.starts_with("failed to parse function arguments")
+}
+
 /// The recorded answer of Codex's exec policy to a command it refused without running it
 /// (`exec_command failed for `<argv>`: CreateProcess { message: "Rejected(\"… rejected: rm -f
 /// style commands are not permitted…\")" }`, under the `never` approval policy of
@@ -704,6 +737,18 @@ impl Sessions {
                 tool: call.tool.clone(),
                 reason: r,
             });
+        }
+        // Arguments Codex could not read: it answered so and ran nothing (the parse refused
+        // such a call without that answer).
+        if let (Some(args), Some(orig)) = (arg_types(&call.tool), call.original.as_ref()) {
+            if crate::kit::args::check(&call.input, args).is_err() && is_argument_error(orig) {
+                return Ok(ToolOutcome {
+                    observation: orig.clone(),
+                    exit_code: None,
+                    duration_ms: 0,
+                    touched: vec![],
+                });
+            }
         }
         if let Some(obs) = policy_rejection(call) {
             return Ok(ToolOutcome {

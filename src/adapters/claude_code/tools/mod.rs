@@ -72,6 +72,59 @@ pub fn classify(tool: &str, input: &Value) -> ToolClass {
     }
 }
 
+/// The argument types of Claude Code's tools (from their input schemas; arguments a schema
+/// does not list are not checked here).
+pub fn arg_types(tool: &str) -> Option<&'static [crate::kit::args::Arg]> {
+    use crate::kit::args::Ty::*;
+    Some(match tool {
+        "Bash" => &[
+            ("command", Str, true),
+            ("timeout", Num, false),
+            ("description", Str, false),
+            ("run_in_background", Bool, false),
+        ],
+        "Read" => &[
+            ("file_path", Str, true),
+            ("offset", Num, false),
+            ("limit", Num, false),
+        ],
+        "Write" => &[("file_path", Str, true), ("content", Str, true)],
+        "Edit" => &[
+            ("file_path", Str, true),
+            ("old_string", Str, true),
+            ("new_string", Str, true),
+            ("replace_all", Bool, false),
+        ],
+        "Glob" => &[("pattern", Str, true), ("path", Str, false)],
+        "Grep" => &[
+            ("pattern", Str, true),
+            ("path", Str, false),
+            ("glob", Str, false),
+            ("type", Str, false),
+            ("output_mode", Str, false),
+            ("-n", Bool, false),
+            ("-i", Bool, false),
+            ("multiline", Bool, false),
+            ("-A", Num, false),
+            ("-B", Num, false),
+            ("-C", Num, false),
+            ("head_limit", Num, false),
+        ],
+        "NotebookEdit" => &[("notebook_path", Str, true), ("new_source", Str, true)],
+        _ => return None,
+    })
+}
+
+/// Whether a recorded observation is Claude's answer to arguments that do not fit the tool,
+/// given without running anything (`<tool_use_error>InputValidationError: Bash failed due
+/// to the following issue…`).
+pub fn is_argument_error(tool: &str, obs: &Observation) -> bool {
+    obs.is_error
+        && obs.text.starts_with(&format!(
+            "<tool_use_error>InputValidationError: {tool} failed"
+        ))
+}
+
 /// Whether the Read-before-write guard of Write/Edit applies.
 ///
 /// In 2.1.332 the guard ("File has not been read yet. Read it first before writing to it.")
@@ -584,6 +637,19 @@ impl ToolSession {
             call_id: &call.call_id,
         };
         let input = &call.input;
+        // Arguments that do not fit the tool: Claude answered with its argument error and ran
+        // nothing (the parse refused such a call without that answer).
+        if let (Some(args), Some(orig)) = (arg_types(&call.tool), call.original.as_ref()) {
+            if crate::kit::args::check(input, args).is_err() && is_argument_error(&call.tool, orig)
+            {
+                return Ok(ToolOutcome {
+                    observation: orig.clone(),
+                    exit_code: None,
+                    duration_ms: started.elapsed().as_millis() as u64,
+                    touched: Vec::new(),
+                });
+            }
+        }
         let unoffered = self.config.unoffered.contains(&call.call_id)
             || (matches!(call.tool.as_str(), "LS" | "MultiEdit")
                 && !self.config.behaviour.legacy_tools);

@@ -1,0 +1,172 @@
+//! What a Claude Code session says about itself, checked, so that a damaged session is not
+//! replayed silently. Claude Code 2.1.332 writes:
+//!
+//! - `api-request-shape`: the system prompt and tool list of the requests it sends, with
+//!   `shapeHash`, the SHA-256 of the shape's canonical JSON;
+//! - `api-request-blob`: each message it sent, once, with `hash`, the SHA-256 of the message's
+//!   canonical JSON (the request records name their messages by these hashes, and the
+//!   rebuild checks the prefix it renders against them);
+//! - `prompt_snapshot` attachments: the system prompt (its parts, joined by a blank line, are
+//!   the shape's last system block; `cliPrefix` its first) and the tools (each tool's
+//!   `schema` is the shape's definition of that tool).
+//!
+//! A session without these records (earlier versions) is not checked for what it does not
+//! write.
+
+use super::parse::Record;
+use crate::error::TrajectoryError;
+use serde_json::Value;
+use std::path::Path;
+
+fn err(path: &Path, line: usize, field: &str, message: String) -> TrajectoryError {
+    TrajectoryError::new(path, line, field, message)
+}
+
+fn sha256_canonical(v: &Value) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(
+        crate::digest::canonical_json(v).as_bytes(),
+    ))
+}
+
+/// Whether a prompt snapshot agrees with a request shape.
+fn agrees(snapshot: &Value, shape: &Value) -> bool {
+    let system: Vec<&str> = shape["system"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|b| b["text"].as_str()).collect())
+        .unwrap_or_default();
+    let parts: Option<Vec<&str>> = snapshot["systemPrompt"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect());
+    if parts.map(|p| p.join("\n\n")).as_deref() != system.last().copied() {
+        return false;
+    }
+    if let Some(prefix) = snapshot.get("cliPrefix") {
+        if prefix.as_str() != system.first().copied() {
+            return false;
+        }
+    }
+    let Some(tools) = snapshot.get("tools") else {
+        return true;
+    };
+    let shape_tools = shape["tools"].as_array();
+    tools.as_array().is_some_and(|ts| {
+        ts.iter().all(|t| {
+            let name = t["name"].as_str();
+            shape_tools
+                .and_then(|st| st.iter().find(|s| s["name"].as_str() == name))
+                .is_some_and(|s| *s == t["schema"])
+        })
+    })
+}
+
+/// Check the records of one session.
+pub fn check(path: &Path, records: &[Record]) -> Result<(), TrajectoryError> {
+    let mut shapes: Vec<&Value> = Vec::new();
+    for r in records {
+        match r.kind.as_str() {
+            "api-request-shape" => {
+                let shape = r.value.get("shape").unwrap_or(&Value::Null);
+                let want = r.value.get("shapeHash").and_then(Value::as_str);
+                if want != Some(sha256_canonical(shape).as_str()) {
+                    return Err(err(
+                        path,
+                        r.line,
+                        "shapeHash",
+                        "the request shape (system prompt and tools) does not have the hash Claude recorded: one of them was changed".into(),
+                    ));
+                }
+                shapes.push(shape);
+            }
+            "api-request-blob" => {
+                let message = r.value.get("message").unwrap_or(&Value::Null);
+                let want = r.value.get("hash").and_then(Value::as_str);
+                if want != Some(super::rebuild::claude_message_sha256(message).as_str()) {
+                    return Err(err(
+                        path,
+                        r.line,
+                        "hash",
+                        "the stored message does not have the hash Claude recorded: one of them was changed".into(),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    for r in records {
+        let Some(a) = r.value.get("attachment") else {
+            continue;
+        };
+        if a.get("type").and_then(Value::as_str) != Some("prompt_snapshot") {
+            continue;
+        }
+        // The types Claude reads them with.
+        for (key, ok) in [
+            (
+                "systemPrompt",
+                a.get("systemPrompt")
+                    .is_none_or(|v| v.as_array().is_some_and(|x| x.iter().all(Value::is_string))),
+            ),
+            ("tools", a.get("tools").is_none_or(Value::is_array)),
+            ("cliPrefix", a.get("cliPrefix").is_none_or(Value::is_string)),
+            (
+                "contextRendering",
+                a.get("contextRendering").is_none_or(Value::is_string),
+            ),
+        ] {
+            if !ok {
+                return Err(err(
+                    path,
+                    r.line,
+                    &format!("attachment.{key}"),
+                    format!("`{key}` has the wrong type"),
+                ));
+            }
+        }
+        for key in [
+            "reminderFold",
+            "echoWireToolInputs",
+            "systemTurns",
+            "toolChangeHeader",
+            "inlineTools",
+            "keptReminders",
+        ] {
+            if a.get(key).is_some_and(|v| !v.is_boolean()) {
+                return Err(err(
+                    path,
+                    r.line,
+                    &format!("attachment.{key}"),
+                    format!("`{key}` must be a boolean"),
+                ));
+            }
+        }
+        // Each tool's own name and description are its schema's.
+        for (i, t) in a
+            .get("tools")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            if t.get("name") != t["schema"].get("name")
+                || t.get("description") != t["schema"].get("description")
+            {
+                return Err(err(
+                    path,
+                    r.line,
+                    &format!("attachment.tools[{i}]"),
+                    "the tool's name or description differs from its schema's".into(),
+                ));
+            }
+        }
+        if !shapes.is_empty() && !shapes.iter().any(|s| agrees(a, s)) {
+            return Err(err(
+                path,
+                r.line,
+                "attachment.systemPrompt",
+                "the prompt snapshot (system prompt, tools) differs from every request shape Claude recorded with a hash".into(),
+            ));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,335 @@
+//! What a Codex 0.149 rollout says twice, checked against itself, so that a damaged rollout is
+//! not replayed silently:
+//!
+//! - every line carries an `ordinal`, one more than the line before (Codex numbers them; the
+//!   continued sessions pvisor cleans are numbered on where transport records were taken
+//!   out): a missing, repeated or misplaced line breaks the sequence;
+//! - every item Codex completes is also written as an `event_msg` `item_completed`: the user's
+//!   prompt (`UserMessage`, the same text as a user message of its turn), the model's
+//!   messages (`AgentMessage`, the same id and text as the assistant message), reasoning
+//!   summaries (`Reasoning`, by id), and the command each `exec_command` call ran
+//!   (`CommandExecution`, by call id: `command[2]` is the call's `cmd`).
+//!
+//! A file without ordinals or `item_completed` events (earlier Codex versions) is not checked
+//! for what it does not write. What no record repeats and nothing hashes cannot be checked:
+//! the base instructions (`session_meta`), the developer and environment-context messages,
+//! item ids, statuses and encrypted reasoning, and the text of an `apply_patch` input.
+
+use crate::error::TrajectoryError;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::Path;
+
+/// Facts gathered while the rollout is read; checked at its end.
+#[derive(Default)]
+pub struct Crosscheck {
+    /// The last ordinal, and whether the file numbers its lines at all.
+    last_ordinal: Option<u64>,
+    numbered: Option<bool>,
+    /// `(turn id, text)` of each `UserMessage`, with its line.
+    user_events: Vec<(String, String, usize)>,
+    /// `(turn id, text)` of each user message item.
+    user_items: HashMap<(String, String), usize>,
+    /// Texts by id: `AgentMessage` and `Reasoning` events, assistant messages and reasoning
+    /// items.
+    said_events: Vec<(String, String, usize, &'static str)>,
+    said_items: HashMap<String, String>,
+    /// `CommandExecution` commands by call id; `exec_command` calls' `cmd` by call id.
+    command_events: Vec<(String, String, usize)>,
+    command_calls: HashMap<String, (String, usize)>,
+}
+
+fn err(path: &Path, line: usize, field: &str, message: String) -> TrajectoryError {
+    TrajectoryError::new(path, line, field, message)
+}
+
+/// The parts of a content list as `type␁text`, joined by NUL, with the event's part type
+/// `from` written as the response item's `to` (`Text` → `output_text`).
+fn parts(content: Option<&Value>, rename: Option<(&str, &str)>) -> String {
+    let Some(a) = content.and_then(Value::as_array) else {
+        return "\u{2}".into();
+    };
+    a.iter()
+        .map(|p| {
+            let ty = p.get("type").and_then(Value::as_str).unwrap_or("\u{2}");
+            let ty = match rename {
+                Some((from, to)) if ty == from => to,
+                _ => ty,
+            };
+            let text = p.get("text").and_then(Value::as_str).unwrap_or("\u{2}");
+            format!("{ty}\u{1}{text}")
+        })
+        .collect::<Vec<_>>()
+        .join("\0")
+}
+
+/// The shape every model-visible response item must have (Codex reads them into typed
+/// items): string `role` and content parts with a string `type` (and `text`, when there is
+/// one) for messages; summary parts alike for reasoning.
+fn shape(item: &Value) -> Result<(), (&'static str, String)> {
+    let ty = item.get("type").and_then(Value::as_str).unwrap_or("");
+    // The keys Codex 0.149.0 writes for each model-visible item type (a key it does not
+    // write is a changed name: Codex would read the item without it).
+    const PRIVATE: &str = "internal_chat_message_metadata_passthrough";
+    let known: &[&str] = match ty {
+        "message" => &[
+            "type", "id", "role", "content", "end_turn", "phase", PRIVATE,
+        ],
+        "reasoning" => &[
+            "type",
+            "id",
+            "summary",
+            "content",
+            "encrypted_content",
+            PRIVATE,
+        ],
+        "function_call" => &[
+            "type",
+            "id",
+            "name",
+            "namespace",
+            "arguments",
+            "call_id",
+            PRIVATE,
+        ],
+        "custom_tool_call" => &["type", "id", "status", "call_id", "name", "input", PRIVATE],
+        "function_call_output" | "custom_tool_call_output" => {
+            &["type", "id", "call_id", "output", PRIVATE]
+        }
+        _ => &[],
+    };
+    if !known.is_empty() {
+        if let Some(k) = item
+            .as_object()
+            .and_then(|o| o.keys().find(|k| !known.contains(&k.as_str())))
+        {
+            return Err((
+                "payload",
+                format!("a `{ty}` item has a key Codex does not write: `{k}`"),
+            ));
+        }
+    }
+    for (key, field) in [
+        ("id", "payload.id"),
+        ("status", "payload.status"),
+        ("encrypted_content", "payload.encrypted_content"),
+    ] {
+        if item
+            .get(key)
+            .is_some_and(|v| !v.is_string() && !v.is_null())
+        {
+            return Err((field, format!("`{key}` must be a string")));
+        }
+    }
+    let list = match ty {
+        "message" => {
+            if !item.get("role").is_some_and(Value::is_string) {
+                return Err(("payload.role", "a message needs a string `role`".into()));
+            }
+            ("payload.content", item.get("content"))
+        }
+        "reasoning" => ("payload.summary", item.get("summary")),
+        _ => return Ok(()),
+    };
+    let (field, Some(Value::Array(a))) = list else {
+        return Err((
+            list.0,
+            format!("a `{ty}` item needs an array `{}`", &list.0[8..]),
+        ));
+    };
+    for p in a {
+        let ok = p.get("type").is_some_and(Value::is_string)
+            && p.get("text").is_none_or(Value::is_string);
+        if !ok {
+            return Err((
+                field,
+                format!("a part of a `{ty}` item needs a string `type` and a string `text`"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl Crosscheck {
+    /// The `ordinal` of line `line`: `None` when it has none, `Some(None)` when it is not a
+    /// whole number.
+    pub fn ordinal(
+        &mut self,
+        path: &Path,
+        line: usize,
+        ordinal: Option<Option<u64>>,
+    ) -> Result<(), TrajectoryError> {
+        let numbered = *self.numbered.get_or_insert(ordinal.is_some());
+        if !numbered {
+            return Ok(());
+        }
+        let Some(Some(n)) = ordinal else {
+            return Err(err(
+                path,
+                line,
+                "ordinal",
+                "the rollout numbers its lines and this one has no ordinal number".into(),
+            ));
+        };
+        if let Some(last) = self.last_ordinal {
+            if n != last + 1 {
+                return Err(err(
+                    path,
+                    line,
+                    "ordinal",
+                    format!(
+                        "ordinal {n} after {last}: a line is missing, repeated or out of order"
+                    ),
+                ));
+            }
+        }
+        self.last_ordinal = Some(n);
+        Ok(())
+    }
+
+    /// A line of type `event_msg` whose payload is `item_completed`.
+    pub fn event(&mut self, line: usize, payload: &Value) {
+        let item = &payload["item"];
+        let id = item
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let turn = payload
+            .get("turn_id")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        match item.get("type").and_then(Value::as_str) {
+            Some("UserMessage") => self.user_events.push((
+                turn,
+                parts(item.get("content"), Some(("text", "input_text"))),
+                line,
+            )),
+            Some("AgentMessage") => self.said_events.push((
+                id,
+                parts(item.get("content"), Some(("Text", "output_text"))),
+                line,
+                "AgentMessage",
+            )),
+            Some("Reasoning") => {
+                let summary = item
+                    .get("summary_text")
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .map(|t| format!("summary_text\u{1}{}", t.as_str().unwrap_or("\u{2}")))
+                            .collect::<Vec<_>>()
+                            .join("\0")
+                    })
+                    .unwrap_or_else(|| "\u{2}".into());
+                self.said_events.push((id, summary, line, "Reasoning"))
+            }
+            Some("CommandExecution") => {
+                if let Some(cmd) = item
+                    .get("command")
+                    .and_then(Value::as_array)
+                    .filter(|a| a.len() == 3)
+                    .and_then(|a| a[2].as_str())
+                {
+                    self.command_events.push((id, cmd.to_string(), line))
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A response item.
+    pub fn item(&mut self, path: &Path, line: usize, item: &Value) -> Result<(), TrajectoryError> {
+        shape(item).map_err(|(field, m)| err(path, line, field, m))?;
+        let ty = item.get("type").and_then(Value::as_str).unwrap_or("");
+        let id = item.get("id").and_then(Value::as_str);
+        match (ty, item.get("role").and_then(Value::as_str)) {
+            ("message", Some("user")) => {
+                let turn = item
+                    .pointer("/internal_chat_message_metadata_passthrough/turn_id")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                self.user_items
+                    .entry((turn, parts(item.get("content"), None)))
+                    .or_insert(line);
+            }
+            ("message", Some("assistant")) => {
+                if let Some(id) = id {
+                    self.said_items
+                        .insert(id.to_string(), parts(item.get("content"), None));
+                }
+            }
+            ("reasoning", _) => {
+                if let Some(id) = id {
+                    self.said_items
+                        .insert(id.to_string(), parts(item.get("summary"), None));
+                }
+            }
+            ("function_call", _)
+                if item.get("name").and_then(Value::as_str) == Some("exec_command") =>
+            {
+                let cmd = item
+                    .get("arguments")
+                    .and_then(Value::as_str)
+                    .and_then(|a| serde_json::from_str::<Value>(a).ok())
+                    .and_then(|a| a.get("cmd").and_then(Value::as_str).map(String::from));
+                if let (Some(call), Some(cmd)) = (item.get("call_id").and_then(Value::as_str), cmd)
+                {
+                    self.command_calls.insert(call.to_string(), (cmd, line));
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Check what was gathered.
+    pub fn finish(&self, path: &Path) -> Result<(), TrajectoryError> {
+        for (turn, text, line) in &self.user_events {
+            if !self.user_items.contains_key(&(turn.clone(), text.clone())) {
+                return Err(err(
+                    path,
+                    *line,
+                    "payload.item.content",
+                    "the user message Codex recorded as completed is not the user message of its turn: one of the two was changed".into(),
+                ));
+            }
+        }
+        for (id, text, line, kind) in &self.said_events {
+            match self.said_items.get(id) {
+                Some(t) if t == text => {}
+                Some(_) => {
+                    return Err(err(
+                        path,
+                        *line,
+                        "payload.item",
+                        format!("the {kind} `{id}` differs from the response item of that id: one of the two was changed"),
+                    ))
+                }
+                None => {
+                    return Err(err(
+                        path,
+                        *line,
+                        "payload.item.id",
+                        format!("the {kind} `{id}` has no response item of that id"),
+                    ))
+                }
+            }
+        }
+        for (id, cmd, line) in &self.command_events {
+            if let Some((want, call_line)) = self.command_calls.get(id) {
+                if want != cmd {
+                    return Err(err(
+                        path,
+                        *call_line,
+                        "payload.arguments",
+                        format!("the `cmd` of call `{id}` differs from the command Codex recorded running (line {line})"),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
