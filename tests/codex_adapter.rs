@@ -593,11 +593,17 @@ mod mutations {
     fn orphan_output_and_missing_meta_name_lines() {
         let src = std::fs::read_to_string(fixture("genuine/rollout-final.jsonl")).unwrap();
         let lines: Vec<&str> = src.lines().collect();
+        // Line 13 (a call) dropped, the lines numbered on as Codex would have (`ordinal`).
         let no_call: String = lines
             .iter()
             .enumerate()
             .filter(|(i, _)| *i != 12)
-            .map(|(_, l)| format!("{l}\n"))
+            .enumerate()
+            .map(|(k, (_, l))| {
+                let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+                v["ordinal"] = k.into();
+                format!("{v}\n")
+            })
             .collect();
         let e = parse::parse_bytes(Path::new("m"), no_call.as_bytes()).unwrap_err();
         assert_eq!(e.line, 14, "{e}");

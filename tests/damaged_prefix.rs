@@ -93,8 +93,20 @@ fn visible(
     };
     let rebuilt = adapter.rebuild(&req).map_err(|e| e.to_string())?;
     let text = std::fs::read_to_string(&rebuilt.artifact_path).unwrap_or_default();
+    // An item's optional field missing or `null` is the same item to the agent (Codex reads
+    // both as absent and sends `null`).
+    let prefix = rebuilt
+        .prefix
+        .into_iter()
+        .map(|mut m| {
+            if let Some(o) = m.as_object_mut() {
+                o.retain(|_, x| !x.is_null());
+            }
+            m
+        })
+        .collect();
     Ok(Visible {
-        prefix: rebuilt.prefix,
+        prefix,
         calls: plan.batches[..n]
             .iter()
             .flat_map(|b| &b.calls)

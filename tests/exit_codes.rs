@@ -250,11 +250,21 @@ fn every_documented_exit_code_is_produced() {
 
     // 30: a tool the adapter does not know, refused before anything runs.
     let unknown = tmp.path().join("unknown-tool.jsonl");
+    // The call renamed, not the tool list Claude hashed (`api-request-shape`).
     std::fs::write(
         &unknown,
         std::fs::read_to_string(&session)
             .unwrap()
-            .replace("\"name\":\"Write\"", "\"name\":\"mcp__frob\""),
+            .lines()
+            .map(|l| {
+                if l.contains("\"type\":\"assistant\"") {
+                    l.replace("\"name\":\"Write\"", "\"name\":\"mcp__frob\"")
+                } else {
+                    l.to_string()
+                }
+            })
+            .map(|l| l + "\n")
+            .collect::<String>(),
     )
     .unwrap();
     let case = ns::Case::new(WORK);

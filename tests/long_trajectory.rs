@@ -23,14 +23,21 @@ fn rollout(path: &Path, batches: usize) -> Vec<u8> {
     let text = std::fs::read_to_string(fixture()).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     let mut out = String::new();
-    for l in &lines[..8] {
-        out.push_str(l);
+    // Codex numbers its lines: the copies are numbered on.
+    let mut ordinal = 0u64;
+    let mut put = |out: &mut String, line: &str| {
+        let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+        v["ordinal"] = ordinal.into();
+        ordinal += 1;
+        out.push_str(&serde_json::to_string(&v).unwrap());
         out.push('\n');
+    };
+    for l in &lines[..8] {
+        put(&mut out, l);
     }
     for i in 0..batches {
         for l in &lines[8..16] {
-            out.push_str(&l.replace("_t000", &format!("_b{i:07}")));
-            out.push('\n');
+            put(&mut out, &l.replace("_t000", &format!("_b{i:07}")));
         }
     }
     std::fs::write(path, &out).unwrap();

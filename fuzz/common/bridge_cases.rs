@@ -2,9 +2,9 @@
 //! against an expected prefix taken from a request its real CLI sent (the committed request
 //! logs): what the `bridge_validate` fuzz target and its smoke in the test suite run.
 //! An input is one selector byte (the adapter, and whether request 1 or a later one) and the
-//! request's conversation list (`messages` / `input`), put in a body of the adapter's
-//! protocol (the rest of a body — model, tools, system prompt — is not what the check reads
-//! beyond a search for the resume nonce, and keeps the inputs small enough to fuzz fast).
+//! request's conversation list (`messages` / `input`), put in the rest of the request the
+//! prefix was taken from (its tools left out: the check does not read them, and the inputs
+//! stay small enough to fuzz fast).
 
 use pvisor::bridge::validate::{canonical_prefix, check, Expected};
 use pvisor::bridge::{BridgeConfig, Protocol, Upstream};
@@ -79,6 +79,10 @@ pub fn bodies(root: &std::path::Path, log: &str) -> Vec<Value> {
 pub struct Validator {
     cfg: BridgeConfig,
     expected: Expected,
+    /// The request the prefix was taken from, without its conversation list and tools: the
+    /// body a fuzzed list is put in (the adapter's rules compare some of its fields with the
+    /// messages).
+    template: serde_json::Map<String, Value>,
 }
 
 impl Validator {
@@ -93,6 +97,14 @@ impl Validator {
             .and_then(Value::as_array)
             .cloned()
             .unwrap_or_default();
+        let mut template = all
+            .get(1)
+            .or(all.first())
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        template.remove(protocol.list_key());
+        template.remove("tools");
         let head = rules.generated_head(&list).min(list.len());
         list.drain(..head);
         let mut cfg = BridgeConfig {
@@ -117,7 +129,11 @@ impl Validator {
         };
         cfg.prefix = canonical_prefix(&cfg);
         let expected = Expected::new(&cfg);
-        Validator { cfg, expected }
+        Validator {
+            cfg,
+            expected,
+            template,
+        }
     }
 
     /// Check `body` as request 1 (`later`: as a request after a live step). `Ok` = accepted.
@@ -131,10 +147,8 @@ impl Validator {
     /// [`Validator::check`] of a body holding the conversation list `list` (JSON).
     pub fn check_list(&self, list: &[u8], later: bool) -> Result<(), String> {
         let list: Value = serde_json::from_slice(list).map_err(|e| e.to_string())?;
-        let mut body = serde_json::Map::new();
-        body.insert("model".into(), Value::from("fuzz"));
+        let mut body = self.template.clone();
         body.insert(self.cfg.protocol.list_key().into(), list);
-        body.insert("stream".into(), Value::from(true));
         check(
             &self.cfg,
             &self.expected,

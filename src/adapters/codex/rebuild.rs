@@ -42,8 +42,6 @@ pub fn canonical_item(item: &Value) -> Value {
     let mut v = item.clone();
     if let Some(o) = v.as_object_mut() {
         o.remove(PRIVATE_KEY);
-        // Codex reads a missing optional field and a `null` one alike.
-        o.retain(|_, x| !x.is_null());
     }
     v
 }
