@@ -234,27 +234,6 @@ fn mutate(text: &str, rng: &mut rand::rngs::StdRng) -> (String, String) {
     }
 }
 
-/// Paths (`/payload/id`) where two JSON values differ.
-fn differing(a: &Value, b: &Value, at: String, out: &mut Vec<String>) {
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            for k in x.keys().chain(y.keys().filter(|k| !x.contains_key(*k))) {
-                match (x.get(k), y.get(k)) {
-                    (Some(p), Some(q)) => differing(p, q, format!("{at}/{k}"), out),
-                    _ => out.push(format!("{at}/{k}")),
-                }
-            }
-        }
-        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
-            for (i, (p, q)) in x.iter().zip(y).enumerate() {
-                differing(p, q, format!("{at}/{i}"), out);
-            }
-        }
-        _ if a == b => {}
-        _ => out.push(at),
-    }
-}
-
 /// Whether a change to `path` of the record `line` is one the native format gives no way to
 /// see: written once, repeated by no other record, hashed nowhere. Codex 0.149: the base
 /// instructions, the developer and environment-context messages, item ids, statuses and
@@ -300,8 +279,11 @@ fn only_unverifiable(agent: &str, text: &str, damaged: &str) -> bool {
     ) else {
         return false;
     };
-    let mut paths = vec![];
-    differing(&x, &y, String::new(), &mut paths);
+    // JSON pointers (`/payload/content/0`) of the differences.
+    let paths: Vec<String> = pvisor::certify::check::differences(&x, &y)
+        .into_iter()
+        .map(|p| p.replace('[', "/").replace(']', ""))
+        .collect();
     !paths.is_empty() && paths.iter().all(|p| unverifiable(agent, &x, p))
 }
 

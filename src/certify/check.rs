@@ -343,7 +343,9 @@ impl Case<'_> {
     }
 }
 
-/// The facts an interrupted-and-resumed run shares with the uninterrupted one.
+/// The facts an interrupted-and-resumed run shares with the uninterrupted one. (`equal`, byte
+/// for byte, depends on dynamic fields matching by chance, a code-mode `Wall time 0.0` twice;
+/// `equal_except_dynamic` includes it and is what must hold.)
 pub fn outcome(r: &Value) -> Value {
     serde_json::json!({
         "phase": r["phase"], "quality": r["quality"], "agent_status": r["agent_status"],
@@ -354,6 +356,7 @@ pub fn outcome(r: &Value) -> Value {
         "observations": {
             "equal_except_dynamic": r["metadata"]["observations"]["equal_except_dynamic"],
             "different": r["metadata"]["observations"]["different"],
+            "stale_reused": r["metadata"]["observations"]["stale_reused"],
         },
     })
 }

@@ -233,24 +233,9 @@ impl Ran {
     }
 }
 
-/// Does a request body hold the result of call `id` (any protocol: an Anthropic
-/// `tool_result`, a Responses `*_output` item, a Chat `tool` message)?
-pub fn carries_result(v: &Value, id: &str) -> bool {
-    match v {
-        Value::Object(o) => {
-            let ty = o.get("type").and_then(Value::as_str).unwrap_or("");
-            let hit = (ty == "tool_result"
-                && o.get("tool_use_id").and_then(Value::as_str) == Some(id))
-                || (ty.ends_with("_output")
-                    && o.get("call_id").and_then(Value::as_str) == Some(id))
-                || (o.get("role").and_then(Value::as_str) == Some("tool")
-                    && o.get("tool_call_id").and_then(Value::as_str) == Some(id));
-            hit || o.values().any(|x| carries_result(x, id))
-        }
-        Value::Array(a) => a.iter().any(|x| carries_result(x, id)),
-        _ => false,
-    }
-}
+/// Does a request body hold the result of call `id` (any protocol)?
+#[allow(unused_imports)]
+pub use pvisor::certify::check::carries_result;
 
 /// The main requests of a scripted-model log file.
 pub fn main_requests(log: &Path) -> Vec<Value> {
@@ -281,22 +266,8 @@ pub fn differences(a: &Value, b: &Value) -> Vec<String> {
 }
 
 /// The facts an interrupted-and-resumed run must share with the uninterrupted one.
-pub fn outcome(r: &Value) -> Value {
-    serde_json::json!({
-        "phase": r["phase"], "quality": r["quality"], "agent_status": r["agent_status"],
-        "after_step": r["after_step"], "replayed_tool_calls": r["replayed_tool_calls"],
-        "prefix_model_turns": r["prefix_model_turns"], "continued_steps": r["continued_steps"],
-        "failure": r["failure"],
-        "first_request_ends_at_boundary": r["metadata"]["bridge"]["first_request_ends_at_boundary"],
-        // `equal` (byte for byte) depends on dynamic fields matching by chance (a code-mode
-        // `Wall time 0.0` twice); `equal_except_dynamic` includes it and is what must hold.
-        "observations": {
-            "equal_except_dynamic": r["metadata"]["observations"]["equal_except_dynamic"],
-            "different": r["metadata"]["observations"]["different"],
-            "stale_reused": r["metadata"]["observations"]["stale_reused"],
-        },
-    })
-}
+#[allow(unused_imports)]
+pub use pvisor::certify::check::outcome;
 
 /// `bytes` with one byte flipped (bit 5), every `every` bytes: damaged inputs for parsers
 /// (used by the single-adapter e2e tests that include this kit).

@@ -579,25 +579,13 @@ fn shell_words(args: &[String]) -> String {
         .join(" ")
 }
 
-/// Paths where two JSON values differ.
+/// Paths where two JSON values differ (appended to `out`, below `path`).
 pub fn diff_paths(a: &Value, b: &Value, path: String, out: &mut Vec<String>) {
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            for k in x.keys().chain(y.keys().filter(|k| !x.contains_key(*k))) {
-                match (x.get(k), y.get(k)) {
-                    (Some(p), Some(q)) => diff_paths(p, q, format!("{path}/{k}"), out),
-                    _ => out.push(format!("{path}/{k}")),
-                }
-            }
-        }
-        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
-            for (i, (p, q)) in x.iter().zip(y).enumerate() {
-                diff_paths(p, q, format!("{path}[{i}]"), out);
-            }
-        }
-        _ if a == b => {}
-        _ => out.push(path),
-    }
+    out.extend(
+        pvisor::certify::check::differences(a, b)
+            .into_iter()
+            .map(|p| format!("{path}{p}")),
+    );
 }
 
 /// `messages` with the tool results of each user message in `tool_use_id` order and no
