@@ -28,6 +28,15 @@ fn a_killed_replay_leaves_no_process_beside_the_resumed_call() {
         &format!(r#"{{\"cmd\": {encoded}"#),
         1,
     );
+    // And in the record of the command Codex ran, which the parse checks the call against.
+    let changed = changed.replacen(
+        r#""command":["/bin/bash","-lc","echo hi > a.txt && ls"]"#,
+        &format!(
+            r#""command":["/bin/bash","-lc",{}]"#,
+            serde_json::to_string(slow).unwrap()
+        ),
+        1,
+    );
     assert_ne!(changed, text);
     let case = ns::Case::new(WORK);
     let traj = case.root.path().join("slow.jsonl");
