@@ -158,7 +158,6 @@ pub fn certify(
         };
         let shrinking = failing.borrow().is_some();
         let root = opts.work_dir.join(format!("case-{i}"));
-        let mut mine = Tally::default();
         progress(&format!(
             "{} {i}: {} turns, {} calls",
             if shrinking {
@@ -169,6 +168,15 @@ pub fn certify(
             task.turns.len(),
             task.calls()
         ));
+        // Shrinking runs count in a tally of their own, thrown away.
+        let mut discarded = Tally::default();
+        let mut counted = tally.borrow_mut();
+        let into = if shrinking {
+            &mut discarded
+        } else {
+            counted.cases += 1;
+            &mut *counted
+        };
         let res = run_case(
             opts,
             &rt,
@@ -176,13 +184,9 @@ pub fn certify(
             recorder.as_ref(),
             &task,
             &root,
-            &mut mine,
+            into,
         );
-        if !shrinking {
-            let mut t = tally.borrow_mut();
-            mine.cases = 1;
-            add(&mut t, &mine);
-        }
+        drop(counted);
         match res {
             Ok(()) => {
                 if !opts.keep {
@@ -250,22 +254,6 @@ pub fn certify(
         tally,
         smallest_failing_case,
     })
-}
-
-fn add(t: &mut Tally, c: &Tally) {
-    t.cases += c.cases;
-    t.boundaries += c.boundaries;
-    t.tool_calls += c.tool_calls;
-    for (a, b) in [
-        (&mut t.prepare_only_untouched, c.prepare_only_untouched),
-        (&mut t.observations_equal, c.observations_equal),
-        (&mut t.first_requests_equal, c.first_requests_equal),
-        (&mut t.folds_equal, c.folds_equal),
-        (&mut t.resumes_equal, c.resumes_equal),
-    ] {
-        a.held += b.held;
-        a.of += b.of;
-    }
 }
 
 fn first_line(s: &str) -> &str {

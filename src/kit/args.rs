@@ -89,6 +89,44 @@ pub fn check(input: &Value, args: &[Arg]) -> Result<(), Misfit> {
     Ok(())
 }
 
+/// An agent's argument rules: the types of a tool's arguments (`None`: not checked), and
+/// whether a recorded observation is the agent's own answer to arguments that do not fit.
+pub struct Rules {
+    pub types: fn(&str) -> Option<&'static [Arg]>,
+    pub is_answer: fn(&str, &crate::kit::Observation) -> bool,
+}
+
+impl Rules {
+    /// The first call whose arguments do not fit its tool and whose recorded observation is
+    /// not the agent's answer to that: a changed trajectory (the parse refuses it).
+    pub fn unanswered<'a>(
+        &self,
+        calls: impl IntoIterator<Item = &'a crate::kit::ToolCall>,
+    ) -> Option<(&'a crate::kit::ToolCall, Misfit)> {
+        calls.into_iter().find_map(|c| {
+            let m = check(&c.input, (self.types)(&c.tool)?).err()?;
+            let answered = c
+                .original
+                .as_ref()
+                .is_some_and(|o| (self.is_answer)(&c.tool, o));
+            (!answered).then_some((c, m))
+        })
+    }
+
+    /// The agent's recorded answer to a call whose arguments do not fit its tool: what the
+    /// replay answers, running nothing.
+    pub fn recorded_answer(&self, call: &crate::kit::ToolCall) -> Option<crate::kit::ToolOutcome> {
+        let orig = call.original.as_ref()?;
+        let misfit = check(&call.input, (self.types)(&call.tool)?).is_err();
+        (misfit && (self.is_answer)(&call.tool, orig)).then(|| crate::kit::ToolOutcome {
+            observation: orig.clone(),
+            exit_code: None,
+            duration_ms: 0,
+            touched: Vec::new(),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -186,26 +186,18 @@ fn kind_of(v: &Value) -> &'static str {
 /// Every call's arguments have the types its tool takes, or the session records Claude's own
 /// argument error for it (see `crate::kit::args`).
 fn check_arguments(path: &Path, batches: &[Batch]) -> Result<(), TrajectoryError> {
-    for c in batches.iter().flat_map(|b| &b.calls) {
-        let Some(args) = super::tools::arg_types(&c.tool) else {
-            continue;
-        };
-        if let Err(m) = crate::kit::args::check(&c.input, args) {
-            let answered = c
-                .original
-                .as_ref()
-                .is_some_and(|o| super::tools::is_argument_error(&c.tool, o));
-            if !answered {
-                return Err(err(
-                    path,
-                    c.locator.line,
-                    format!("message.content.input.{}", m.field),
-                    format!("{} call {}: {}, and the session does not record Claude's argument error for it", c.tool, c.call_id, m.message),
-                ));
-            }
-        }
+    match super::tools::ARGUMENTS.unanswered(batches.iter().flat_map(|b| &b.calls)) {
+        None => Ok(()),
+        Some((c, m)) => Err(err(
+            path,
+            c.locator.line,
+            format!("message.content.input.{}", m.field),
+            format!(
+                "{} call {}: {}, and the session does not record Claude's argument error for it",
+                c.tool, c.call_id, m.message
+            ),
+        )),
     }
-    Ok(())
 }
 
 pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<ParsedSession, TrajectoryError> {

@@ -690,24 +690,18 @@ impl Parser<'_> {
         }
         // Every call's arguments have the types its tool reads, or the rollout records
         // Codex's own argument error for it (see `crate::kit::args`).
-        for c in batches.iter().flat_map(|b| &b.calls) {
-            let Some(args) = super::tools::arg_types(&c.tool) else {
-                continue;
-            };
-            if let Err(m) = crate::kit::args::check(&c.input, args) {
-                if !c
-                    .original
-                    .as_ref()
-                    .is_some_and(super::tools::is_argument_error)
-                {
-                    return Err(err(
-                        self.path,
-                        c.locator.line,
-                        &format!("payload.arguments.{}", m.field),
-                        format!("{} call {}: {}, and the rollout does not record Codex's argument error for it", c.tool, c.call_id, m.message),
-                    ));
-                }
-            }
+        if let Some((c, m)) =
+            super::tools::ARGUMENTS.unanswered(batches.iter().flat_map(|b| &b.calls))
+        {
+            return Err(err(
+                self.path,
+                c.locator.line,
+                &format!("payload.arguments.{}", m.field),
+                format!(
+                    "{} call {}: {}, and the rollout does not record Codex's argument error for it",
+                    c.tool, c.call_id, m.message
+                ),
+            ));
         }
         let plan = Plan {
             agent: AGENT.into(),

@@ -706,9 +706,15 @@ pub fn arg_types(tool: &str) -> Option<&'static [crate::kit::args::Arg]> {
 
 /// Whether a recorded output is Codex's answer to arguments its tool could not read, given
 /// without running anything (`failed to parse function arguments: invalid type: …`).
-pub fn is_argument_error(obs: &Observation) -> bool {
+pub fn is_argument_error(_tool: &str, obs: &Observation) -> bool {
     obs.text.starts_with("failed to parse function arguments")
 }
+
+/// Codex's argument rules (`crate::kit::args`).
+pub const ARGUMENTS: crate::kit::args::Rules = crate::kit::args::Rules {
+    types: arg_types,
+    is_answer: is_argument_error,
+};
 
 /// The recorded answer of Codex's exec policy to a command it refused without running it
 /// (`exec_command failed for `<argv>`: CreateProcess { message: "Rejected(\"… rejected: rm -f
@@ -740,15 +746,8 @@ impl Sessions {
         }
         // Arguments Codex could not read: it answered so and ran nothing (the parse refused
         // such a call without that answer).
-        if let (Some(args), Some(orig)) = (arg_types(&call.tool), call.original.as_ref()) {
-            if crate::kit::args::check(&call.input, args).is_err() && is_argument_error(orig) {
-                return Ok(ToolOutcome {
-                    observation: orig.clone(),
-                    exit_code: None,
-                    duration_ms: 0,
-                    touched: vec![],
-                });
-            }
+        if let Some(answer) = ARGUMENTS.recorded_answer(call) {
+            return Ok(answer);
         }
         if let Some(obs) = policy_rejection(call) {
             return Ok(ToolOutcome {

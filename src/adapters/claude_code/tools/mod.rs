@@ -125,6 +125,12 @@ pub fn is_argument_error(tool: &str, obs: &Observation) -> bool {
         ))
 }
 
+/// Claude Code's argument rules (`crate::kit::args`).
+pub const ARGUMENTS: crate::kit::args::Rules = crate::kit::args::Rules {
+    types: arg_types,
+    is_answer: is_argument_error,
+};
+
 /// Whether the Read-before-write guard of Write/Edit applies.
 ///
 /// In 2.1.332 the guard ("File has not been read yet. Read it first before writing to it.")
@@ -639,16 +645,8 @@ impl ToolSession {
         let input = &call.input;
         // Arguments that do not fit the tool: Claude answered with its argument error and ran
         // nothing (the parse refused such a call without that answer).
-        if let (Some(args), Some(orig)) = (arg_types(&call.tool), call.original.as_ref()) {
-            if crate::kit::args::check(input, args).is_err() && is_argument_error(&call.tool, orig)
-            {
-                return Ok(ToolOutcome {
-                    observation: orig.clone(),
-                    exit_code: None,
-                    duration_ms: started.elapsed().as_millis() as u64,
-                    touched: Vec::new(),
-                });
-            }
+        if let Some(answer) = ARGUMENTS.recorded_answer(call) {
+            return Ok(answer);
         }
         let unoffered = self.config.unoffered.contains(&call.call_id)
             || (matches!(call.tool.as_str(), "LS" | "MultiEdit")
