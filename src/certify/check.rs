@@ -71,6 +71,9 @@ pub struct Case<'a> {
     pub recording: &'a Recording,
     pub seed: &'a dyn Fn(&Path) -> std::io::Result<()>,
     pub mask: &'a dyn Fn(&Value) -> Value,
+    /// Tool results may interleave stdout and stderr in another order
+    /// ([`crate::compare::interleave::two_streams`]).
+    pub interleaved: bool,
     /// Picks the event after which the resumed run is killed (from the case's own digest).
     pub pick: u64,
 }
@@ -274,7 +277,13 @@ impl Case<'_> {
             .find(|r| r["kind"] == "main");
         let orig = original_after(plan, n, originals);
         let diff = match (&orig, &got) {
-            (Some(o), Some(g)) => differences(&(self.mask)(&o["body"]), &(self.mask)(&g["body"])),
+            (Some(o), Some(g)) => {
+                let (o, g) = ((self.mask)(&o["body"]), (self.mask)(&g["body"]));
+                differences(&o, &g)
+                    .into_iter()
+                    .filter(|p| !(self.interleaved && interleaved_at(&o, &g, p)))
+                    .collect()
+            }
             (None, _) => vec!["(no original request carries the batch's last result)".into()],
             (_, None) => vec!["(the continued agent sent no main request)".into()],
         };
@@ -423,6 +432,18 @@ pub fn differences(a: &Value, b: &Value) -> Vec<String> {
     let mut out = vec![];
     walk(a, b, String::new(), &mut out);
     out
+}
+
+/// Whether both values at a path of [`differences`] are texts holding the same two streams
+/// interleaved differently.
+fn interleaved_at(a: &Value, b: &Value, path: &str) -> bool {
+    let pointer = path.replace('[', "/").replace(']', "");
+    match (a.pointer(&pointer), b.pointer(&pointer)) {
+        (Some(Value::String(x)), Some(Value::String(y))) => {
+            crate::compare::interleave::two_streams(x, y)
+        }
+        _ => false,
+    }
 }
 
 /// The value at a path of [`differences`], shortened for a message.

@@ -107,7 +107,8 @@ fn run_case(
     tally.tool_calls += plan.batches.iter().map(|b| b.calls.len()).sum::<usize>();
     let digest = blake3::hash(serde_json::to_string(task).unwrap_or_default().as_bytes());
     let pick = u64::from_le_bytes(digest.as_bytes()[..8].try_into().unwrap_or([0; 8]));
-    let seed = |w: &Path| task.seed(w);
+    let extra = recorder.workspace_files();
+    let seed = |w: &Path| task.seed(w, &extra);
     let mask = |b: &serde_json::Value| recorder.mask_request(b);
     check::Case {
         agent: &opts.agent,
@@ -117,6 +118,7 @@ fn run_case(
         recording: &rec,
         seed: &seed,
         mask: &mask,
+        interleaved: recorder.streams_interleave(),
         pick,
     }
     .check(&plan, tally)

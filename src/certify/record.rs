@@ -37,7 +37,7 @@ pub fn record(
     let _ = std::fs::remove_dir_all(&home);
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&home).map_err(|e| format!("create {}: {e}", home.display()))?;
-    task.seed(&work)
+    task.seed(&work, &recorder.workspace_files())
         .map_err(|e| format!("seed {}: {e}", work.display()))?;
     let script = task.script(recorder, &work);
     let script_path = root.join("script.json");
@@ -83,6 +83,7 @@ pub fn record(
             .map_err(|_| format!("the agent did not finish within {} s", TIMEOUT.as_secs()))?
             .map_err(|e| format!("wait for the agent: {e}"))
     })();
+    recorder.finished(&req);
     let logged = server.requests();
     rt.block_on(server.shutdown());
     let out = out?;
@@ -109,16 +110,40 @@ pub fn record(
         ));
     }
     let session = recorder.session(&req, &stdout)?;
-    let ext = session
-        .extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or("jsonl");
-    let trajectory = root.join(format!("trajectory.{ext}"));
-    std::fs::copy(&session, &trajectory).map_err(|e| format!("copy {}: {e}", session.display()))?;
+    let trajectory = if session.is_dir() {
+        // A conversation folder keeps its name (some agents' ids are the folder's name).
+        let to = root
+            .join("trajectory")
+            .join(session.file_name().unwrap_or_default());
+        copy_dir(&session, &to).map_err(|e| format!("copy {}: {e}", session.display()))?;
+        to
+    } else {
+        let ext = session
+            .extension()
+            .and_then(|e| e.to_str())
+            .unwrap_or("jsonl");
+        let to = root.join(format!("trajectory.{ext}"));
+        std::fs::copy(&session, &to).map_err(|e| format!("copy {}: {e}", session.display()))?;
+        to
+    };
     Ok(Recording {
         trajectory,
         requests,
         script: script_path,
         work,
     })
+}
+
+fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let p = e.path();
+        if p.is_dir() {
+            copy_dir(&p, &to.join(e.file_name()))?;
+        } else {
+            std::fs::copy(&p, to.join(e.file_name()))?;
+        }
+    }
+    Ok(())
 }

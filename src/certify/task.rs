@@ -66,10 +66,7 @@ impl Task {
                 ..Default::default()
             })
             .collect();
-        turns.push(Turn {
-            text: Some("Done.".into()),
-            ..Default::default()
-        });
+        turns.push(recorder.last_turn());
         let mut s = Script::new(turns);
         s.name = Some("pvisor-certify".into());
         s.side_text = Some("Certification task".into());
@@ -81,16 +78,18 @@ impl Task {
         s
     }
 
-    /// Fill `work` (created if missing) with the seed files, every mtime [`SEED_MTIME`].
-    pub fn seed(&self, work: &Path) -> std::io::Result<()> {
+    /// Fill `work` (created if missing) with the seed files and the agent's `extra`
+    /// workspace files ([`Recorder::workspace_files`]), every mtime [`SEED_MTIME`].
+    pub fn seed(&self, work: &Path, extra: &[(String, Vec<u8>)]) -> std::io::Result<()> {
         std::fs::create_dir_all(work)?;
         let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(SEED_MTIME);
-        for f in &self.files {
-            let p = work.join(&f.path);
+        let files = self.files.iter().map(|f| (f.path.clone(), f.bytes()));
+        for (path, bytes) in files.chain(extra.iter().cloned()) {
+            let p = work.join(&path);
             if let Some(d) = p.parent() {
                 std::fs::create_dir_all(d)?;
             }
-            std::fs::write(&p, f.bytes())?;
+            std::fs::write(&p, bytes)?;
             std::fs::File::options()
                 .write(true)
                 .open(&p)?

@@ -561,7 +561,12 @@ pub fn compare(
         is_error: false,
         native: None,
     });
-    let c = crate::compare::observation::compare(&orig, &fresh, |t| adapter.mask_dynamic(call, t));
+    let c = crate::compare::observation::compare(
+        &orig,
+        &fresh,
+        |t| adapter.mask_dynamic(call, t),
+        adapter.streams_interleave(call),
+    );
     let (equal, equal_masked) = (c.equal, c.equal_masked);
     let (diff_digest, diff_blob) = match c.diff {
         None => (None, None),

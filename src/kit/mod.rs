@@ -340,6 +340,12 @@ pub trait Adapter: Send + Sync {
     fn mask_dynamic(&self, _call: &ToolCall, text: &str) -> String {
         text.to_owned()
     }
+    /// Whether the call's text is stdout and stderr merged as they arrive from two pipes (so
+    /// that the order in which their lines interleave is timing, a dynamic field). No by
+    /// default.
+    fn streams_interleave(&self, _call: &ToolCall) -> bool {
+        false
+    }
     /// Write the native session the agent will resume, with the given observations.
     fn rebuild(&self, req: &RebuildRequest) -> Result<RebuiltSession, AdapterError>;
     /// The session [`Adapter::rebuild`] writes, for a run resumed after its agent already

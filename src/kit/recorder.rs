@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-use crate::scripted::ToolCallSpec;
+use crate::scripted::{ToolCallSpec, Turn};
 
 /// One agent-neutral step of a generated task (paths are relative to the workspace).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -67,6 +67,14 @@ pub struct RecordRequest<'a> {
 pub trait Recorder: Send + Sync {
     /// The agent's tool calls that perform `step` in `work` (usually one).
     fn calls(&self, step: &Step, work: &Path) -> Vec<ToolCallSpec>;
+    /// The model's last turn, which ends the run: plain text by default; an agent that ends
+    /// only on a command of its own (mini-swe-agent's submission) gets that call.
+    fn last_turn(&self) -> Turn {
+        Turn {
+            text: Some("Done.".into()),
+            ..Default::default()
+        }
+    }
     /// Whether the agent's main requests always offer tools (then a request without tools is
     /// a side request of the scripted model: titles, summaries).
     fn no_tools_is_side(&self) -> bool {
@@ -76,10 +84,25 @@ pub trait Recorder: Send + Sync {
     fn api_key(&self) -> &'static str {
         "pvisor-certify-key"
     }
+    /// Files the agent needs in its workspace besides the task's (a project config naming the
+    /// model provider), as (relative path, bytes); they are there in the recording and in
+    /// every replay of it.
+    fn workspace_files(&self) -> Vec<(String, Vec<u8>)> {
+        vec![]
+    }
     /// The agent CLI started headless on `req.prompt` (config written into `req.home` first).
     fn command(&self, req: &RecordRequest) -> Result<std::process::Command, String>;
-    /// The native session the run wrote, found from its home and its stdout.
+    /// Called once the agent has exited (or failed): end what it leaves running.
+    fn finished(&self, _req: &RecordRequest) {}
+    /// The native session the run wrote (a file, or a folder), found from its home and its
+    /// stdout.
     fn session(&self, req: &RecordRequest, stdout: &str) -> Result<PathBuf, String>;
+    /// Whether some tool results are stdout and stderr merged as they arrive (the adapter's
+    /// [`crate::kit::Adapter::streams_interleave`]): a result of the request may then hold the
+    /// same lines in another interleaving of the two streams.
+    fn streams_interleave(&self) -> bool {
+        false
+    }
     /// A request body without its declared dynamic fields (ids of a fresh home, per-turn
     /// metadata, wall times), so that the rest compares byte for byte.
     fn mask_request(&self, body: &Value) -> Value;
@@ -103,4 +126,28 @@ pub fn base_env(home: &Path) -> Vec<(String, String)> {
 /// `s` as one single-quoted shell word.
 pub fn shell_quoted(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// The first file below `dir` (searched depth first) whose name satisfies `wanted`.
+pub fn find_file(dir: &Path, wanted: &dyn Fn(&str) -> bool) -> Option<PathBuf> {
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if wanted(&e.file_name().to_string_lossy()) {
+                return Some(p);
+            }
+        }
+    }
+    None
+}
+
+/// The first JSON line of `stdout` that satisfies `wanted`.
+pub fn stdout_event(stdout: &str, wanted: &dyn Fn(&Value) -> bool) -> Option<Value> {
+    stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| wanted(v))
 }

@@ -72,19 +72,9 @@ pub fn helper_bin() -> PathBuf {
 /// OpenAI-compatible provider `fake` (its URL is the recording server's; continuations
 /// point it at the bridge).
 pub fn opencode_json(base_url: &str) -> String {
-    serde_json::to_string_pretty(&json!({
-        "$schema": "https://opencode.ai/config.json",
-        "provider": {"fake": {
-            "npm": "@ai-sdk/openai-compatible",
-            "name": "Fake",
-            "options": {"baseURL": format!("{base_url}/v1"), "apiKey": API_KEY},
-            "models": {"fake-model": {"name": "Fake Model", "tool_call": true}},
-        }},
-        "model": "fake/fake-model",
-        "small_model": "fake/fake-model",
-        "autoupdate": false,
-        "share": "disabled",
-    }))
+    serde_json::to_string_pretty(&pvisor::adapters::opencode::record::project_config(
+        base_url, API_KEY,
+    ))
     .unwrap()
         + "\n"
 }
@@ -120,18 +110,7 @@ pub fn env_for(home: &Path) -> Vec<(String, String)> {
 
 /// Seed OpenCode's config dir so its background plugin install finds nothing to do.
 pub fn seed_config(home: &Path) {
-    let cfg = home.join(".config/opencode");
-    std::fs::create_dir_all(cfg.join("node_modules")).unwrap();
-    std::fs::write(
-        cfg.join("package.json"),
-        "{\"dependencies\":{\"@opencode-ai/plugin\":\"1.17.11\"}}\n",
-    )
-    .unwrap();
-    std::fs::write(
-        cfg.join("package-lock.json"),
-        "{\"lockfileVersion\":3,\"packages\":{\"\":{\"dependencies\":{\"@opencode-ai/plugin\":\"1.17.11\"}}}}\n",
-    )
-    .unwrap();
+    pvisor::adapters::opencode::rebuild::seed_config_dir(home).unwrap();
 }
 
 /// Record `name` with the real OpenCode.
@@ -252,48 +231,7 @@ pub async fn record(name: &str) {
     );
 }
 
-/// The request body without its declared dynamic fields: the date line of the system prompt
-/// (OpenCode renders it for every request with the live date), where truncated outputs were
-/// saved, and the order of glob/grep results
-/// (ripgrep walks in parallel).
+/// The request body without its declared dynamic fields (the adapter's recorder's mask).
 pub fn masked(body: &Value) -> Value {
-    let mut b = body.clone();
-    let calls: std::collections::HashMap<String, String> = b["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|m| m["tool_calls"].as_array().cloned().unwrap_or_default())
-        .filter_map(|c| {
-            Some((
-                c["id"].as_str()?.to_string(),
-                c["function"]["name"].as_str()?.to_string(),
-            ))
-        })
-        .collect();
-    let date = regex::Regex::new(r"Today's date: [^\n]*").unwrap();
-    if let Some(ms) = b["messages"].as_array_mut() {
-        for m in ms.iter_mut() {
-            if m["role"] == "system" {
-                let c = m["content"].as_str().unwrap_or("").to_string();
-                m["content"] = json!(date.replace_all(&c, "Today's date: <date>").into_owned());
-            }
-            if m["role"] == "tool" {
-                let tool = calls
-                    .get(m["tool_call_id"].as_str().unwrap_or(""))
-                    .cloned()
-                    .unwrap_or_default();
-                let call = pvisor::kit::ToolCall {
-                    call_id: String::new(),
-                    tool,
-                    input: Value::Null,
-                    original: None,
-                    locator: Default::default(),
-                };
-                if let Some(t) = m["content"].as_str() {
-                    m["content"] = json!(pvisor::adapters::opencode::tools::mask_dynamic(&call, t));
-                }
-            }
-        }
-    }
-    b
+    pvisor::adapters::opencode::record::masked(body)
 }

@@ -4,7 +4,7 @@
 //!
 //! Inputs of a recording: `script.json` (`${CWD}` stands for the workspace), `task.json`
 //! (`{"prompt": …, "resume_prompt": …}`), `workspace-before/`. The driver
-//! (`openhands_record.py`) runs the SDK's default CLI agent with the prompt, then loads the
+//! (`src/adapters/openhands/record.py`) runs the SDK's default CLI agent with the prompt, then loads the
 //! stored conversation again and continues it with the resume prompt, as the genuine fixture
 //! was made. Outputs: `native-run1/` (the store after run 1: the trajectory the tests replay),
 //! `native-final/`, `requests.jsonl`, `workspace-after/`, `meta.json`. Every recording runs at
@@ -55,16 +55,9 @@ pub fn openhands() -> PathBuf {
         .clone()
 }
 
-/// Every string of a request body with the declared dynamic fact masked: the Python
-/// interpreter the sandbox's `PATH` finds (`[Python interpreter: …]`, rendered from the
-/// terminal's metadata), a fact of the machine, not of the run.
+/// A request body without its declared dynamic fact (the adapter's recorder's mask).
 pub fn masked(body: &Value) -> Value {
-    match body {
-        Value::String(s) => Value::String(pvisor::adapters::openhands::parse::mask_dynamic(s)),
-        Value::Array(a) => Value::Array(a.iter().map(masked).collect()),
-        Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), masked(v))).collect()),
-        v => v.clone(),
-    }
+    pvisor::adapters::openhands::record::masked(body)
 }
 
 /// OpenHands goes on after a reply that calls tools other than `finish` (a text reply or a
@@ -85,7 +78,7 @@ pub fn conversation_in(persist: &Path) -> PathBuf {
 }
 
 async fn drive(entry: &Path, home: &Path, config: Value) -> Value {
-    let script = project_root().join("tests/support/openhands_record.py");
+    let script = project_root().join("src/adapters/openhands/record.py");
     let child = tokio::process::Command::new(entry)
         .arg(&script)
         .current_dir(config["work"].as_str().unwrap())

@@ -184,22 +184,7 @@ pub async fn record(name: &str) {
     );
 }
 
-/// The request body without its declared dynamic fields: where Pi is installed (the system
-/// prompt names its README, docs and examples), and the name of a bash full-output file.
+/// The request body without its declared dynamic fields (the adapter's recorder's mask).
 pub fn masked(body: &Value) -> Value {
-    let mut b = body.clone();
-    let install = regex::Regex::new(
-        r"(?m)^(- (?:Main documentation|Additional docs|Examples): )\S*/pi-coding-agent/",
-    )
-    .unwrap();
-    if let Some(sys) = b["system"].as_array_mut() {
-        for s in sys {
-            if let Some(t) = s["text"].as_str() {
-                s["text"] = json!(install.replace_all(t, "$1<pi package>/").into_owned());
-            }
-        }
-    }
-    let bash = regex::Regex::new(r"[^\s\]]*pi-bash-[0-9a-f]{16}\.log").unwrap();
-    let text = b.to_string();
-    serde_json::from_str(&bash.replace_all(&text, "<full output file>")).unwrap()
+    pvisor::adapters::pi::record::masked(body)
 }

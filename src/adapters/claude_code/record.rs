@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
-use crate::kit::recorder::{base_env, shell_quoted, RecordRequest, Recorder, Step};
+use crate::kit::recorder::{base_env, shell_quoted, stdout_event, RecordRequest, Recorder, Step};
 use crate::scripted::ToolCallSpec;
 
 pub struct ClaudeRecorder;
@@ -79,10 +79,7 @@ impl Recorder for ClaudeRecorder {
     }
 
     fn session(&self, req: &RecordRequest, stdout: &str) -> Result<PathBuf, String> {
-        let sid = stdout
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .find(|v| v["type"] == "system" && v["subtype"] == "init")
+        let sid = stdout_event(stdout, &|v| v["type"] == "system" && v["subtype"] == "init")
             .and_then(|v| v["session_id"].as_str().map(String::from))
             .ok_or("no `system/init` event on claude's stdout")?;
         let dir = super::rebuild::escaped_project_dir(req.work).map_err(|e| e.to_string())?;

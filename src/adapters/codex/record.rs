@@ -5,7 +5,9 @@
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
-use crate::kit::recorder::{base_env, shell_quoted as quoted, RecordRequest, Recorder, Step};
+use crate::kit::recorder::{
+    base_env, find_file, shell_quoted as quoted, stdout_event, RecordRequest, Recorder, Step,
+};
 use crate::scripted::ToolCallSpec;
 
 pub struct CodexRecorder;
@@ -90,23 +92,13 @@ impl Recorder for CodexRecorder {
     }
 
     fn session(&self, req: &RecordRequest, stdout: &str) -> Result<PathBuf, String> {
-        let thread = stdout
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .find(|v| v["type"] == "thread.started")
+        let thread = stdout_event(stdout, &|v| v["type"] == "thread.started")
             .and_then(|v| v["thread_id"].as_str().map(String::from))
             .ok_or("no `thread.started` event on codex's stdout")?;
-        let mut stack = vec![req.home.join(".codex/sessions")];
-        while let Some(d) = stack.pop() {
-            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-                let p = e.path();
-                let name = e.file_name().to_string_lossy().into_owned();
-                if p.is_dir() {
-                    stack.push(p);
-                } else if name.starts_with("rollout-") && name.contains(&thread) {
-                    return Ok(p);
-                }
-            }
+        if let Some(p) = find_file(&req.home.join(".codex/sessions"), &|name| {
+            name.starts_with("rollout-") && name.contains(&thread)
+        }) {
+            return Ok(p);
         }
         Err(format!("no rollout of thread {thread} under CODEX_HOME"))
     }

@@ -136,4 +136,8 @@ impl Adapter for MiniSweAgent {
             .and_then(|c| reply_after(c.messages(), end));
         (orig, cont)
     }
+
+    fn recorder(&self) -> Option<Box<dyn crate::kit::recorder::Recorder>> {
+        Some(Box::new(super::record::MiniRecorder))
+    }
 }

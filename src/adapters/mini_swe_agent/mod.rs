@@ -15,6 +15,7 @@
 //!   Completions prefix mini sends for it.
 //! - [`request_rules`], [`continuation`]: mini's own agent loop (`agent.step()`) in the
 //!   runner, through the Chat Completions bridge; the budget is mini's own `step_limit`.
+//! - [`record`]: recording 2.x trajectories with the real CLI for `pvisor certify`.
 //! - [`agent`]: the [`crate::kit::Adapter`] implementation.
 
 pub mod agent;
@@ -22,6 +23,7 @@ pub mod continuation;
 pub mod parse;
 pub mod pyjson;
 pub mod rebuild;
+pub mod record;
 pub mod request_rules;
 pub mod runner;
 pub mod tools;

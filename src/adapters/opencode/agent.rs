@@ -145,4 +145,8 @@ impl Adapter for OpenCode {
             .and_then(|c| reply_after(&c.session, mi, 0));
         (orig, cont)
     }
+
+    fn recorder(&self) -> Option<Box<dyn crate::kit::recorder::Recorder>> {
+        Some(Box::new(super::record::OpenCodeRecorder))
+    }
 }

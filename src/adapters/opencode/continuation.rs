@@ -255,25 +255,8 @@ impl OpenCodeContinuation {
     /// The isolated home, with OpenCode's config dir seeded so that its background plugin
     /// install finds nothing to do (no network).
     fn prepare_home(&self) -> Result<(), AdapterError> {
-        let cfg = super::rebuild::config_dir(&self.home);
-        std::fs::create_dir_all(cfg.join("node_modules")).map_err(io(&cfg))?;
-        let pj = cfg.join("package.json");
-        if !pj.exists() {
-            std::fs::write(
-                &pj,
-                "{\"dependencies\":{\"@opencode-ai/plugin\":\"1.17.11\"}}\n",
-            )
-            .map_err(io(&pj))?;
-        }
-        let lock = cfg.join("package-lock.json");
-        if !lock.exists() {
-            std::fs::write(
-                &lock,
-                "{\"lockfileVersion\":3,\"packages\":{\"\":{\"dependencies\":{\"@opencode-ai/plugin\":\"1.17.11\"}}}}\n",
-            )
-            .map_err(io(&lock))?;
-        }
-        Ok(())
+        super::rebuild::seed_config_dir(&self.home)
+            .map_err(io(&super::rebuild::config_dir(&self.home)))
     }
 
     /// `opencode import <export>` in the workspace, into an empty store (an earlier attempt's

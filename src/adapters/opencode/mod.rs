@@ -11,6 +11,7 @@
 //! - [`request_rules`], [`continuation`]: `opencode import` + `opencode run --session`
 //!   through the bridge, with the step-budget and idle watchdogs; [`clock`] keeps the
 //!   agent's new ids after the recorded ones when its clock is behind the recording's.
+//! - [`record`]: recording sessions with the real CLI for `pvisor certify`.
 //! - [`agent`]: the [`crate::kit::Adapter`] implementation.
 //!
 //! Texts were read in the JavaScript of the 1.17.11 binary (npm `opencode-ai`) and checked
@@ -24,6 +25,7 @@ pub mod ids;
 pub mod js;
 pub mod parse;
 pub mod rebuild;
+pub mod record;
 pub mod request_rules;
 pub mod session;
 pub mod store;

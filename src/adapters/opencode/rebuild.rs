@@ -29,6 +29,27 @@ pub fn config_dir(home: &Path) -> PathBuf {
     home.join(".config/opencode")
 }
 
+/// OpenCode's config dir of `home` seeded so that its background plugin install finds
+/// nothing to do (no network); files already there are kept.
+pub fn seed_config_dir(home: &Path) -> std::io::Result<()> {
+    let cfg = config_dir(home);
+    std::fs::create_dir_all(cfg.join("node_modules"))?;
+    let plugin = format!("{{\"@opencode-ai/plugin\":\"{}\"}}", super::SUPPORTED_VERSION);
+    for (name, text) in [
+        ("package.json", format!("{{\"dependencies\":{plugin}}}\n")),
+        (
+            "package-lock.json",
+            format!("{{\"lockfileVersion\":3,\"packages\":{{\"\":{{\"dependencies\":{plugin}}}}}}}\n"),
+        ),
+    ] {
+        let p = cfg.join(name);
+        if !p.exists() {
+            std::fs::write(&p, text)?;
+        }
+    }
+    Ok(())
+}
+
 /// The environment that points OpenCode (and the commands it runs) at `home`, offline.
 pub fn agent_env_vars(home: &Path) -> Vec<(String, String)> {
     let h = |p: &str| home.join(p).display().to_string();

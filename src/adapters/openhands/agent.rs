@@ -172,4 +172,8 @@ impl Adapter for OpenHands {
             .and_then(|c| reply_after(&c.events, end + 1));
         (orig, cont)
     }
+
+    fn recorder(&self) -> Option<Box<dyn crate::kit::recorder::Recorder>> {
+        Some(Box::new(super::record::OpenHandsRecorder))
+    }
 }

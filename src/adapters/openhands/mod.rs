@@ -15,12 +15,15 @@
 //! - [`request_rules`], [`continuation`]: the SDK's own reload (`Conversation(…,
 //!   conversation_id=…)`) and `run()` through the Chat Completions bridge; the budget is the
 //!   SDK's `max_iteration_per_run`.
+//! - [`record`]: recording conversations with the real SDK for `pvisor certify`
+//!   (`record.py`).
 //! - [`agent`]: the [`crate::kit::Adapter`] implementation.
 
 pub mod agent;
 pub mod continuation;
 pub mod parse;
 pub mod rebuild;
+pub mod record;
 pub mod request_rules;
 pub mod runner;
 pub mod store;

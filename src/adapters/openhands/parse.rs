@@ -115,14 +115,21 @@ pub fn stored_text(event: &Value) -> String {
     }
 }
 
-/// The observation text with the declared dynamic fact left out: the `[Python interpreter:
+/// The observation text with the declared dynamic facts left out: the `[Python interpreter:
 /// …]` line, which names the interpreter the sandbox's `PATH` finds (or is absent when it finds
-/// none): a fact of the machine, not of the run.
+/// none): a fact of the machine, not of the run; and the path of the terminal's tmux socket
+/// (`<TMUX_TMPDIR>/tmux-<uid>/openhands`, named in the error of a shell that exited), which is
+/// the run's own folder.
 pub fn mask_dynamic(text: &str) -> String {
-    text.split('\n')
+    static SOCKET: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let socket = SOCKET
+        .get_or_init(|| regex::Regex::new(r"/\S*/tmux-[0-9]+/openhands\b").expect("valid"));
+    let kept = text
+        .split('\n')
         .filter(|l| !(l.starts_with("[Python interpreter: ") && l.ends_with(']')))
         .collect::<Vec<_>>()
-        .join("\n")
+        .join("\n");
+    socket.replace_all(&kept, "<tmux socket>").into_owned()
 }
 
 /// The observation of a result event (recorded, or fresh from the runner).
@@ -331,6 +338,17 @@ mod tests {
             .join(which);
         let b = super::super::store::read(&p).unwrap();
         (p, b)
+    }
+
+    #[test]
+    fn the_tmux_socket_of_the_run_is_masked() {
+        let a = "x\nOriginal tmux error: list-windows: no server running on \
+                 /tmp/c/agent-home/tmux/tmux-0/openhands";
+        let b = "x\nOriginal tmux error: list-windows: no server running on \
+                 /tmp/c/state/r1/openhands/tmux/tmux-0/openhands";
+        assert_eq!(mask_dynamic(a), mask_dynamic(b));
+        assert!(mask_dynamic(a).ends_with("running on <tmux socket>"));
+        assert_ne!(mask_dynamic(a), mask_dynamic("x\nOriginal tmux error: other"));
     }
 
     #[test]

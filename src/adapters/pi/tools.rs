@@ -39,6 +39,11 @@ pub fn mask_dynamic(call: &ToolCall, text: &str) -> String {
     if call.tool != "bash" {
         return text.to_string();
     }
+    mask_full_output_file(text)
+}
+
+/// `text` with the name of every bash full-output file replaced by `<full output file>`.
+pub fn mask_full_output_file(text: &str) -> String {
     static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     let re =
         RE.get_or_init(|| regex::Regex::new(r"[^\s\]]*pi-bash-[0-9a-f]{16}\.log").expect("valid"));

@@ -1,4 +1,5 @@
-"""Drives the REAL OpenHands SDK for a recording (tests/support/openhands.rs): the default CLI
+"""Drives the REAL OpenHands SDK for a recording (`pvisor certify`, src/adapters/openhands/
+record.rs; the test fixtures' recorder, tests/support/openhands.rs): the default CLI
 agent (`get_default_agent(llm, cli_mode=True)`: terminal, file_editor, task_tracker, finish,
 think) on a local workspace, its LLM at the scripted model server, as a user of the SDK runs
 it. With `conversation_id`, the stored conversation is loaded again and continued (the SDK's
