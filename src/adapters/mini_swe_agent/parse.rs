@@ -36,8 +36,10 @@ pub struct Site {
     pub assistant: usize,
     /// Its observation messages, one per call, in call order.
     pub observations: Vec<usize>,
-    /// The command of each call, as mini executes it.
-    pub commands: Vec<String>,
+    /// The command of each call, as mini executes it: a string, or whatever JSON value the
+    /// model sent (mini passes it to its environment as it is, which answers with its own
+    /// error for anything but a string).
+    pub commands: Vec<Value>,
 }
 
 /// The parse the adapter keeps in the plan.
@@ -366,28 +368,31 @@ fn walk_v2(cx: &Ctx, messages: &[Value]) -> Result<Walk, TrajectoryError> {
             let input: Value = serde_json::from_str(args).map_err(|e| {
                 cx.err(&format!("{f}.function.arguments"), format!("not JSON: {e}"))
             })?;
-            let from_args = input.get("command").and_then(Value::as_str);
+            let from_args = input.get("command").filter(|c| !c.is_null());
             // What mini ran: its parsed action (the same command, unless the file was edited).
             let command = match actions.and_then(|a| a.get(k)) {
                 Some(a) => {
-                    let c = cx.str_at(
-                        a.get("command").unwrap_or(&Value::Null),
-                        &format!("messages[{i}].extra.actions[{k}].command"),
-                    )?;
+                    let field = format!("messages[{i}].extra.actions[{k}].command");
+                    let c = match a.get("command") {
+                        None | Some(Value::Null) => {
+                            return Err(cx.err(&field, "must be present (mini's parsed action)"))
+                        }
+                        Some(c) => c,
+                    };
                     if from_args.is_some_and(|x| x != c) {
                         return Err(cx.err(
-                            &format!("messages[{i}].extra.actions[{k}].command"),
+                            &field,
                             "differs from the tool call's `command` argument",
                         ));
                     }
-                    c.to_string()
+                    c.clone()
                 }
                 None => match (name, from_args) {
-                    ("bash", Some(c)) => c.to_string(),
+                    ("bash", Some(c)) => c.clone(),
                     _ => {
                         return Err(cx.err(
                             &format!("{f}.function"),
-                            "mini's only tool is `bash` with a string `command`",
+                            "mini's only tool is `bash`, with a `command`",
                         ))
                     }
                 },
@@ -469,7 +474,7 @@ fn text_batch(
         let f = format!("messages[{i}].extra.actions[{k}].command");
         let c = cx.str_at(a.get("command").unwrap_or(&Value::Null), &f)?;
         let id = format!("mini-m{i}-{k}");
-        commands.push(c.to_string());
+        commands.push(Value::String(c.to_string()));
         calls.push(ToolCall {
             call_id: id.clone(),
             tool: "bash".into(),
@@ -591,7 +596,7 @@ fn walk_v1(
         sites.push(Site {
             assistant: i,
             observations,
-            commands: vec![command],
+            commands: vec![Value::String(command)],
         });
     }
     Ok((batches, sites, turns))

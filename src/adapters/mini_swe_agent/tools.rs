@@ -29,8 +29,8 @@ pub struct Session {
     pub version: String,
     /// `{"info": {"config": …, "mini_version": …}, "trajectory_format": …}`.
     pub config_doc: Value,
-    /// Call id → the command mini ran.
-    pub commands: std::collections::HashMap<String, String>,
+    /// Call id → the command mini ran (a string, or the value the model sent).
+    pub commands: std::collections::HashMap<String, Value>,
 }
 
 impl Session {
@@ -132,11 +132,11 @@ impl crate::kit::ToolRunner for Runner {
             None => call
                 .input
                 .get("command")
-                .and_then(Value::as_str)
-                .map(str::to_string)
+                .filter(|c| !c.is_null())
+                .cloned()
                 .ok_or_else(|| ExecError::BadInput {
                     tool: call.tool.clone(),
-                    message: "no `command` string".into(),
+                    message: "no `command`".into(),
                 })?,
         };
         let mut request = json!({"op": "execute", "action": command});
