@@ -605,6 +605,7 @@ fn walk_v1(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn fixture(rel: &str) -> (PathBuf, Vec<u8>) {
         let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -644,6 +645,35 @@ mod tests {
         assert_eq!(
             plan.batches[2].calls[0].input["command"],
             "cat notes.txt && cat a.txt"
+        );
+    }
+
+    /// The model sent `{"command": 7501}`: mini runs the value as it is (its environment
+    /// answers with its own error), so the parse keeps it; an action that is not the call's
+    /// argument is a changed trajectory.
+    #[test]
+    fn a_command_of_another_type_is_kept_as_sent() {
+        let (p, b) = fixture("genuine-2.4.6/mini.traj.json");
+        let mut doc: Value = serde_json::from_slice(&b).unwrap();
+        let i = doc["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|m| m["tool_calls"].is_array())
+            .unwrap();
+        let m = &mut doc["messages"][i];
+        m["tool_calls"][0]["function"]["arguments"] = json!("{\"command\":7501}");
+        m["extra"]["actions"][0]["command"] = json!(7501);
+        let bytes = serde_json::to_vec_pretty(&doc).unwrap();
+        let parsed = parse_bytes(&p, &bytes).unwrap();
+        assert_eq!(parsed.sites[0].commands[0], json!(7501));
+        assert_eq!(parsed.plan().batches[0].calls[0].input["command"], json!(7501));
+        doc["messages"][i]["extra"]["actions"][0]["command"] = json!("7501");
+        let bytes = serde_json::to_vec_pretty(&doc).unwrap();
+        let e = parse_bytes(&p, &bytes).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("messages[{i}].extra.actions[0].command")) && e.contains("differs"),
+            "{e}"
         );
     }
 }
