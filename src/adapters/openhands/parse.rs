@@ -117,19 +117,25 @@ pub fn stored_text(event: &Value) -> String {
 
 /// The observation text with the declared dynamic facts left out: the `[Python interpreter:
 /// …]` line, which names the interpreter the sandbox's `PATH` finds (or is absent when it finds
-/// none): a fact of the machine, not of the run; and the path of the terminal's tmux socket
+/// none): a fact of the machine, not of the run; the path of the terminal's tmux socket
 /// (`<TMUX_TMPDIR>/tmux-<uid>/openhands`, named in the error of a shell that exited), which is
-/// the run's own folder.
+/// the run's own folder; and the random part of the file editor's temporary file
+/// (`.<name>.<8 random>.tmp`, named when the atomic write fails).
 pub fn mask_dynamic(text: &str) -> String {
     static SOCKET: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    static TEMP: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     let socket = SOCKET
         .get_or_init(|| regex::Regex::new(r"/\S*/tmux-[0-9]+/openhands\b").expect("valid"));
+    let temp = TEMP.get_or_init(|| {
+        regex::Regex::new(r"(/\.[^/'\s]+\.)[a-z0-9_]{8}(\.tmp)\b").expect("valid")
+    });
     let kept = text
         .split('\n')
         .filter(|l| !(l.starts_with("[Python interpreter: ") && l.ends_with(']')))
         .collect::<Vec<_>>()
         .join("\n");
-    socket.replace_all(&kept, "<tmux socket>").into_owned()
+    let kept = socket.replace_all(&kept, "<tmux socket>");
+    temp.replace_all(&kept, "${1}<random>${2}").into_owned()
 }
 
 /// The observation of a result event (recorded, or fresh from the runner).
@@ -349,6 +355,19 @@ mod tests {
         assert_eq!(mask_dynamic(a), mask_dynamic(b));
         assert!(mask_dynamic(a).ends_with("running on <tmux socket>"));
         assert_ne!(mask_dynamic(a), mask_dynamic("x\nOriginal tmux error: other"));
+    }
+
+    #[test]
+    fn the_random_name_of_the_editors_temporary_file_is_masked() {
+        let e = |r: &str| {
+            format!("Ran into [Errno 2] No such file or directory: '/w/dir/.b.txt.{r}.tmp' while trying to write to /w/dir/b.txt")
+        };
+        assert_eq!(mask_dynamic(&e("rs0jlv1_")), mask_dynamic(&e("8i2gt4uc")));
+        assert!(mask_dynamic(&e("rs0jlv1_")).contains("'/w/dir/.b.txt.<random>.tmp'"));
+        assert_ne!(
+            mask_dynamic(&e("rs0jlv1_")),
+            mask_dynamic(&e("rs0jlv1_").replace("/w/dir/b.txt", "/w/dir/c.txt"))
+        );
     }
 
     #[test]
