@@ -65,21 +65,6 @@ pub fn script(name: &str) -> Script {
         .substitute(&[("CWD", &fixed_work(name).to_string_lossy())])
 }
 
-/// Pi's environment for `home`, offline, the scripted server's key.
-pub fn env_for(home: &Path) -> Vec<(String, String)> {
-    vec![
-        ("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()),
-        ("HOME".into(), home.display().to_string()),
-        ("SHELL".into(), "/bin/bash".into()),
-        ("LANG".into(), "C.UTF-8".into()),
-        ("TZ".into(), "UTC".into()),
-        ("ANTHROPIC_API_KEY".into(), API_KEY.into()),
-        ("PI_OFFLINE".into(), "1".into()),
-        ("PI_TELEMETRY".into(), "0".into()),
-        ("PI_SKIP_VERSION_CHECK".into(), "1".into()),
-    ]
-}
-
 /// Record `name` with the real Pi.
 pub async fn record(name: &str) {
     let _l = lock(name);
@@ -104,29 +89,25 @@ pub async fn record(name: &str) {
     )
     .await
     .unwrap();
-    std::fs::write(
-        home.join(".pi/agent/models.json"),
-        json!({"providers": {"anthropic": {"baseUrl": server.base_url()}}}).to_string(),
-    )
-    .unwrap();
+    // The command `pvisor certify` records with (models.json pointing at the server).
+    let entry = pi_entrypoint();
+    let base_url = server.base_url();
+    let req = pvisor::kit::recorder::RecordRequest {
+        entrypoint: &entry,
+        home: &home,
+        work: &work,
+        base_url: &base_url,
+        api_key: API_KEY,
+        prompt: &prompt,
+    };
+    let mut cmd =
+        pvisor::kit::recorder::Recorder::command(&pvisor::adapters::pi::record::PiRecorder, &req)
+            .unwrap();
     let stdout_path = root.join("stdout.jsonl");
-    let child = tokio::process::Command::new(pi_entrypoint())
-        .args([
-            "--provider",
-            "anthropic",
-            "--model",
-            "claude-sonnet-4-5",
-            "--mode",
-            "json",
-            "-p",
-            &prompt,
-        ])
-        .current_dir(&work)
-        .env_clear()
-        .envs(env_for(&home))
-        .stdin(Stdio::null())
+    cmd.stdin(Stdio::null())
         .stdout(std::fs::File::create(&stdout_path).unwrap())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = tokio::process::Command::from(cmd)
         .kill_on_drop(true)
         .spawn()
         .unwrap();

@@ -380,10 +380,9 @@ fn walk_v2(cx: &Ctx, messages: &[Value]) -> Result<Walk, TrajectoryError> {
                         Some(c) => c,
                     };
                     if from_args.is_some_and(|x| x != c) {
-                        return Err(cx.err(
-                            &field,
-                            "differs from the tool call's `command` argument",
-                        ));
+                        return Err(
+                            cx.err(&field, "differs from the tool call's `command` argument")
+                        );
                     }
                     c.clone()
                 }
@@ -667,7 +666,10 @@ mod tests {
         let bytes = serde_json::to_vec_pretty(&doc).unwrap();
         let parsed = parse_bytes(&p, &bytes).unwrap();
         assert_eq!(parsed.sites[0].commands[0], json!(7501));
-        assert_eq!(parsed.plan().batches[0].calls[0].input["command"], json!(7501));
+        assert_eq!(
+            parsed.plan().batches[0].calls[0].input["command"],
+            json!(7501)
+        );
         doc["messages"][i]["extra"]["actions"][0]["command"] = json!("7501");
         let bytes = serde_json::to_vec_pretty(&doc).unwrap();
         let e = parse_bytes(&p, &bytes).unwrap_err().to_string();

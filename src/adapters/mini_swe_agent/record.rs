@@ -74,19 +74,27 @@ impl Recorder for MiniRecorder {
             .map_err(|e| format!("write {}: {e}", reg.display()))?;
         let traj = req.home.join("mini.traj.json");
         let mut cmd = std::process::Command::new(req.entrypoint);
-        cmd.args(["-y", "--exit-immediately", "-m", MODEL, "-t", req.prompt, "-o"])
-            .arg(&traj)
-            .args(["-c", "mini.yaml"])
-            .current_dir(req.work)
-            .env_clear()
-            .envs(base_env(req.home))
-            .envs([
-                ("OPENAI_BASE_URL", format!("{}/v1", req.base_url)),
-                ("OPENAI_API_KEY", req.api_key.to_string()),
-                ("LITELLM_LOCAL_MODEL_COST_MAP", "True".into()),
-                ("MSWEA_CONFIGURED", "true".into()),
-                ("LITELLM_MODEL_REGISTRY_PATH", reg.display().to_string()),
-            ]);
+        cmd.args([
+            "-y",
+            "--exit-immediately",
+            "-m",
+            MODEL,
+            "-t",
+            req.prompt,
+            "-o",
+        ])
+        .arg(&traj)
+        .args(["-c", "mini.yaml"])
+        .current_dir(req.work)
+        .env_clear()
+        .envs(base_env(req.home))
+        .envs([
+            ("OPENAI_BASE_URL", format!("{}/v1", req.base_url)),
+            ("OPENAI_API_KEY", req.api_key.to_string()),
+            ("LITELLM_LOCAL_MODEL_COST_MAP", "True".into()),
+            ("MSWEA_CONFIGURED", "true".into()),
+            ("LITELLM_MODEL_REGISTRY_PATH", reg.display().to_string()),
+        ]);
         Ok(cmd)
     }
 

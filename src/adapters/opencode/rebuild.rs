@@ -34,12 +34,17 @@ pub fn config_dir(home: &Path) -> PathBuf {
 pub fn seed_config_dir(home: &Path) -> std::io::Result<()> {
     let cfg = config_dir(home);
     std::fs::create_dir_all(cfg.join("node_modules"))?;
-    let plugin = format!("{{\"@opencode-ai/plugin\":\"{}\"}}", super::SUPPORTED_VERSION);
+    let plugin = format!(
+        "{{\"@opencode-ai/plugin\":\"{}\"}}",
+        super::SUPPORTED_VERSION
+    );
     for (name, text) in [
         ("package.json", format!("{{\"dependencies\":{plugin}}}\n")),
         (
             "package-lock.json",
-            format!("{{\"lockfileVersion\":3,\"packages\":{{\"\":{{\"dependencies\":{plugin}}}}}}}\n"),
+            format!(
+                "{{\"lockfileVersion\":3,\"packages\":{{\"\":{{\"dependencies\":{plugin}}}}}}}\n"
+            ),
         ),
     ] {
         let p = cfg.join(name);

@@ -88,10 +88,9 @@ impl Recorder for OpenCodeRecorder {
                 "edit",
                 json!({ "filePath": abs(path), "oldString": old, "newString": new }),
             ),
-            Step::Delete { path } => bash(
-                json!(format!("rm {}", shell_quoted(path))),
-                "Delete a file",
-            ),
+            Step::Delete { path } => {
+                bash(json!(format!("rm {}", shell_quoted(path))), "Delete a file")
+            }
             Step::Search { pattern } => call("grep", json!({ "pattern": pattern })),
             Step::List { glob } => call("glob", json!({ "pattern": glob })),
             Step::Malformed { number } => bash(json!(number), "A malformed call"),

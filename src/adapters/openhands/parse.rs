@@ -124,11 +124,10 @@ pub fn stored_text(event: &Value) -> String {
 pub fn mask_dynamic(text: &str) -> String {
     static SOCKET: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     static TEMP: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    let socket = SOCKET
-        .get_or_init(|| regex::Regex::new(r"/\S*/tmux-[0-9]+/openhands\b").expect("valid"));
-    let temp = TEMP.get_or_init(|| {
-        regex::Regex::new(r"(/\.[^/'\s]+\.)[a-z0-9_]{8}(\.tmp)\b").expect("valid")
-    });
+    let socket =
+        SOCKET.get_or_init(|| regex::Regex::new(r"/\S*/tmux-[0-9]+/openhands\b").expect("valid"));
+    let temp = TEMP
+        .get_or_init(|| regex::Regex::new(r"(/\.[^/'\s]+\.)[a-z0-9_]{8}(\.tmp)\b").expect("valid"));
     let kept = text
         .split('\n')
         .filter(|l| !(l.starts_with("[Python interpreter: ") && l.ends_with(']')))
@@ -354,7 +353,10 @@ mod tests {
                  /tmp/c/state/r1/openhands/tmux/tmux-0/openhands";
         assert_eq!(mask_dynamic(a), mask_dynamic(b));
         assert!(mask_dynamic(a).ends_with("running on <tmux socket>"));
-        assert_ne!(mask_dynamic(a), mask_dynamic("x\nOriginal tmux error: other"));
+        assert_ne!(
+            mask_dynamic(a),
+            mask_dynamic("x\nOriginal tmux error: other")
+        );
     }
 
     #[test]

@@ -55,9 +55,7 @@ impl Recorder for OpenHandsRecorder {
             Step::Search { pattern } => {
                 terminal(json!(format!("grep -rn -- {} . | sort", quoted(pattern))))
             }
-            Step::List { glob } => {
-                terminal(json!(format!("find . -name {} | sort", quoted(glob))))
-            }
+            Step::List { glob } => terminal(json!(format!("find . -name {} | sort", quoted(glob)))),
             Step::Malformed { number } => terminal(json!(number)),
         }]
     }
