@@ -127,7 +127,7 @@ pub fn mask_dynamic(text: &str) -> String {
     let socket =
         SOCKET.get_or_init(|| regex::Regex::new(r"/\S*/tmux-[0-9]+/openhands\b").expect("valid"));
     let temp = TEMP
-        .get_or_init(|| regex::Regex::new(r"(/\.[^/'\s]+\.)[a-z0-9_]{8}(\.tmp)\b").expect("valid"));
+        .get_or_init(|| regex::Regex::new(r"(/\.[^/'\n]+\.)[a-z0-9_]{8}(\.tmp)\b").expect("valid"));
     let kept = text
         .split('\n')
         .filter(|l| !(l.starts_with("[Python interpreter: ") && l.ends_with(']')))
@@ -365,6 +365,9 @@ mod tests {
             format!("Ran into [Errno 2] No such file or directory: '/w/dir/.b.txt.{r}.tmp' while trying to write to /w/dir/b.txt")
         };
         assert_eq!(mask_dynamic(&e("rs0jlv1_")), mask_dynamic(&e("8i2gt4uc")));
+        // A name with spaces and letters that are not ASCII.
+        let f = |r: &str| format!("No such file or directory: '/w/dir/sub/.ünï code.txt.{r}.tmp'");
+        assert_eq!(mask_dynamic(&f("arvta61w")), mask_dynamic(&f("8i2gt4uc")));
         assert!(mask_dynamic(&e("rs0jlv1_")).contains("'/w/dir/.b.txt.<random>.tmp'"));
         assert_ne!(
             mask_dynamic(&e("rs0jlv1_")),
