@@ -118,7 +118,12 @@ fn run_case(
         recording: &rec,
         seed: &seed,
         mask: &mask,
-        interleaved: recorder.streams_interleave(),
+        // The adapter's own declaration (`Adapter::streams_interleave`) for a call of the task.
+        interleaved: plan
+            .batches
+            .iter()
+            .flat_map(|b| &b.calls)
+            .any(|c| adapter.streams_interleave(c)),
         pick,
     }
     .check(&plan, tally)

@@ -97,12 +97,6 @@ pub trait Recorder: Send + Sync {
     /// The native session the run wrote (a file, or a folder), found from its home and its
     /// stdout.
     fn session(&self, req: &RecordRequest, stdout: &str) -> Result<PathBuf, String>;
-    /// Whether some tool results are stdout and stderr merged as they arrive (the adapter's
-    /// [`crate::kit::Adapter::streams_interleave`]): a result of the request may then hold the
-    /// same lines in another interleaving of the two streams.
-    fn streams_interleave(&self) -> bool {
-        false
-    }
     /// A request body without its declared dynamic fields (ids of a fresh home, per-turn
     /// metadata, wall times), so that the rest compares byte for byte.
     fn mask_request(&self, body: &Value) -> Value;

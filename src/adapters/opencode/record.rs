@@ -97,10 +97,6 @@ impl Recorder for OpenCodeRecorder {
         }]
     }
 
-    fn api_key(&self) -> &'static str {
-        "pvisor-certify-key"
-    }
-
     /// The address in the file is a placeholder: the run is given the scripted model's.
     fn workspace_files(&self) -> Vec<(String, Vec<u8>)> {
         let config = project_config("http://127.0.0.1:9", self.api_key());

@@ -88,11 +88,6 @@ impl Recorder for PiRecorder {
         .ok_or_else(|| format!("pi wrote no session file *{suffix}"))
     }
 
-    /// Pi's bash merges stdout and stderr from two pipes.
-    fn streams_interleave(&self) -> bool {
-        true
-    }
-
     fn mask_request(&self, body: &Value) -> Value {
         masked(body)
     }
