@@ -8,8 +8,19 @@
 //! arguments), and what the agent takes from the session into every request (Codex's base
 //! instructions; Claude Code's system prompt and tool list). A change to what the native
 //! format writes once, repeats nowhere and hashes nowhere cannot be seen (see
-//! [`unverifiable`]): such mutations are counted apart. Sessions of the pinned versions (Claude
-//! Code 2.1.332, Codex 0.149.0). A fixed seed: every suite run checks the same fresh corpus.
+//! [`unverifiable`]): such mutations are counted apart.
+//!
+//! Sessions of the pinned versions of every adapter: Claude Code 2.1.332, Codex 0.149.0, Pi
+//! 0.83.0, OpenCode 1.17.11 (its export), mini-swe-agent 2.4.6 and 1.17.5, OpenHands SDK
+//! 1.34.0 (the conversation folder in its one-file canonical form, whose prefix the SDK itself
+//! renders: it is installed when missing). The formats that write one JSON document (OpenCode,
+//! mini-swe-agent) are mutated as documents: a value of the document, or an element of one of
+//! its lists dropped, duplicated or swapped, stands for a line. A fixed seed: every suite run
+//! checks the same corpus; `PVISOR_DAMAGED_SEED` and `PVISOR_DAMAGED_MUTATIONS` give a fresh,
+//! longer one.
+
+#[path = "support/recording.rs"]
+mod recording;
 
 use pvisor::kit::{Adapter, Observation, Plan, RebuildRequest};
 use rand::{Rng, SeedableRng};
@@ -18,8 +29,20 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 const SEED: u64 = 20261203;
+
+/// The corpus seed: [`SEED`], or `PVISOR_DAMAGED_SEED` for a fresh corpus.
+fn seed() -> u64 {
+    std::env::var("PVISOR_DAMAGED_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(SEED)
+}
 /// Mutations per session.
 const PER_SESSION: usize = 400;
+/// Mutations per OpenHands conversation: its prefix is the SDK's own rendering, one Python
+/// start per accepted mutation, so fewer, and only at the last boundary the damaged store
+/// offers (which holds every kept event before it).
+const PER_OPENHANDS_SESSION: usize = 30;
 
 fn fixture(p: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -28,7 +51,7 @@ fn fixture(p: &str) -> PathBuf {
 }
 
 /// What the model sees of a session rebuilt at boundary `n`, or why it was refused.
-#[derive(Debug, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 struct Visible {
     prefix: Vec<Value>,
     calls: Vec<(String, Value)>,
@@ -46,7 +69,13 @@ fn extras(agent: &str, session: &str) -> Vec<Value> {
             "codex" => {
                 (v["type"] == "session_meta").then(|| v["payload"]["base_instructions"].clone())
             }
-            _ => (v["attachment"]["type"] == "prompt_snapshot").then(|| v["attachment"].clone()),
+            "claude-code" => {
+                (v["attachment"]["type"] == "prompt_snapshot").then(|| v["attachment"].clone())
+            }
+            // The others build their instructions and tools themselves at every start, or
+            // keep them in a record the prefix holds (mini-swe-agent's system message,
+            // OpenHands' system prompt event).
+            _ => None,
         })
         // Claude Code resumes against its last prompt snapshot (a tool list that differs from
         // it is announced to the model).
@@ -65,6 +94,7 @@ fn visible(
     n: usize,
     dir: &Path,
     fresh: &BTreeMap<String, Observation>,
+    entry: Option<&Path>,
 ) -> Result<Visible, String> {
     let observations: BTreeMap<String, Observation> = plan.batches[..n]
         .iter()
@@ -88,7 +118,7 @@ fn visible(
         state_dir: &state,
         artifact_path: &dir.join(format!("artifact-{n}")),
         touch_workspace: false,
-        agent_entrypoint: None,
+        agent_entrypoint: entry,
         for_continuation: true,
     };
     let rebuilt = adapter.rebuild(&req).map_err(|e| e.to_string())?;
@@ -139,8 +169,13 @@ fn leaves(v: &Value, at: String, out: &mut Vec<String>) {
     }
 }
 
-/// One mutation of the session text, and what it was.
-fn mutate(text: &str, rng: &mut rand::rngs::StdRng) -> (String, String) {
+/// One mutation of the session text, and what it was: of one record (line) for the formats
+/// that write one JSON object per line, of one value of the document for those that write one
+/// JSON document (an element of one of its lists stands for a line).
+fn mutate(text: &str, doc: bool, rng: &mut rand::rngs::StdRng) -> (String, String) {
+    if doc && rng.gen_range(0..8) >= 2 {
+        return mutate_doc(text, rng);
+    }
     let mut lines: Vec<String> = text.lines().map(String::from).collect();
     let n = lines.len();
     let i = rng.gen_range(0..n);
@@ -182,90 +217,245 @@ fn mutate(text: &str, rng: &mut rand::rngs::StdRng) -> (String, String) {
             let Ok(mut v) = serde_json::from_str::<Value>(&lines[i]) else {
                 return (text.to_string(), "nothing".into());
             };
-            let mut paths = vec![];
-            leaves(&v, String::new(), &mut paths);
-            paths.retain(|p| !p.is_empty());
-            if paths.is_empty() {
+            let Some(what) = mutate_value(&mut v, k, rng) else {
                 return (text.to_string(), "nothing".into());
-            }
-            let p = paths[rng.gen_range(0..paths.len())].clone();
-            let what = match k {
-                5 => {
-                    let (parent, key) = p.rsplit_once('/').unwrap();
-                    match v.pointer_mut(parent) {
-                        Some(Value::Object(o)) => {
-                            o.shift_remove(&key.replace("~1", "/").replace("~0", "~"));
-                        }
-                        Some(Value::Array(a)) => {
-                            if let Ok(k) = key.parse::<usize>() {
-                                if k < a.len() {
-                                    a.remove(k);
-                                }
-                            }
-                        }
-                        _ => {}
-                    }
-                    format!("line {} field {p} deleted", i + 1)
-                }
-                6 => {
-                    let x = v.pointer_mut(&p).unwrap();
-                    *x = match x {
-                        Value::String(_) => Value::from(12345),
-                        Value::Number(_) | Value::Bool(_) | Value::Null => Value::from("oops"),
-                        Value::Array(_) => serde_json::json!({}),
-                        Value::Object(_) => Value::from("oops"),
-                    };
-                    format!("line {} field {p} of another type", i + 1)
-                }
-                _ => {
-                    let x = v.pointer_mut(&p).unwrap();
-                    if let Value::String(s) = x {
-                        if let Some((at, c)) = s.char_indices().nth(s.chars().count() / 2) {
-                            let new = if c == 'e' { 'a' } else { 'e' };
-                            s.replace_range(at..at + c.len_utf8(), &new.to_string());
-                        }
-                    }
-                    format!("line {} text of {p} changed", i + 1)
-                }
             };
             lines[i] = serde_json::to_string(&v).unwrap();
-            (join(&lines), what)
+            (join(&lines), format!("line {}: {what}", i + 1))
         }
     }
 }
 
-/// Whether a change to `path` of the record `line` is one the native format gives no way to
-/// see: written once, repeated by no other record, hashed nowhere. Codex 0.149: the base
-/// instructions, the developer and environment-context messages, item ids, statuses and
-/// encrypted reasoning, the text of an `apply_patch` input. Claude Code 2.1.332 hashes every
-/// message it sends and its system prompt and tools: nothing.
-fn unverifiable(agent: &str, line: &Value, path: &str) -> bool {
-    if agent != "codex" {
-        return false;
+/// One mutation of a JSON document: of a value (kinds 5–7 as for a line), or an element of
+/// one of its lists duplicated, dropped or swapped with the next. Written back in the
+/// document's own layout (pretty-printed or not).
+fn mutate_doc(text: &str, rng: &mut rand::rngs::StdRng) -> (String, String) {
+    let Ok(mut v) = serde_json::from_str::<Value>(text) else {
+        return (text.to_string(), "nothing".into());
+    };
+    let k = rng.gen_range(2..8);
+    let what = if k < 5 {
+        let mut paths = vec![];
+        leaves(&v, String::new(), &mut paths);
+        let lists: Vec<String> = paths
+            .into_iter()
+            .filter(|p| {
+                v.pointer(p)
+                    .and_then(Value::as_array)
+                    .is_some_and(|a| !a.is_empty())
+            })
+            .collect();
+        if lists.is_empty() {
+            return (text.to_string(), "nothing".into());
+        }
+        let p = lists[rng.gen_range(0..lists.len())].clone();
+        let a = v.pointer_mut(&p).unwrap().as_array_mut().unwrap();
+        let i = rng.gen_range(0..a.len());
+        match k {
+            2 => {
+                a.insert(i, a[i].clone());
+                format!("element {p}/{i} duplicated")
+            }
+            3 => {
+                a.remove(i);
+                format!("element {p}/{i} dropped")
+            }
+            _ if i + 1 < a.len() => {
+                a.swap(i, i + 1);
+                format!("elements {p}/{i} and {} swapped", i + 1)
+            }
+            _ => return (text.to_string(), "nothing".into()),
+        }
+    } else {
+        match mutate_value(&mut v, k, rng) {
+            Some(w) => w,
+            None => return (text.to_string(), "nothing".into()),
+        }
+    };
+    let out = if text.trim_start().starts_with("{\n") || text.starts_with("{\n") {
+        serde_json::to_string_pretty(&v).unwrap()
+    } else {
+        serde_json::to_string(&v).unwrap()
+    };
+    (out, what)
+}
+
+/// Kind 5: a field deleted; 6: a field of another type; 7: a character of a text changed.
+fn mutate_value(v: &mut Value, k: usize, rng: &mut rand::rngs::StdRng) -> Option<String> {
+    let mut paths = vec![];
+    leaves(v, String::new(), &mut paths);
+    paths.retain(|p| !p.is_empty());
+    if paths.is_empty() {
+        return None;
     }
-    let p = &line["payload"];
+    let p = paths[rng.gen_range(0..paths.len())].clone();
+    Some(match k {
+        5 => {
+            let (parent, key) = p.rsplit_once('/').unwrap();
+            match v.pointer_mut(parent) {
+                Some(Value::Object(o)) => {
+                    o.shift_remove(&key.replace("~1", "/").replace("~0", "~"));
+                }
+                Some(Value::Array(a)) => {
+                    if let Ok(k) = key.parse::<usize>() {
+                        if k < a.len() {
+                            a.remove(k);
+                        }
+                    }
+                }
+                _ => {}
+            }
+            format!("field {p} deleted")
+        }
+        6 => {
+            let x = v.pointer_mut(&p).unwrap();
+            *x = match x {
+                Value::String(_) => Value::from(12345),
+                Value::Number(_) | Value::Bool(_) | Value::Null => Value::from("oops"),
+                Value::Array(_) => serde_json::json!({}),
+                Value::Object(_) => Value::from("oops"),
+            };
+            format!("field {p} of another type")
+        }
+        _ => {
+            let x = v.pointer_mut(&p).unwrap();
+            if let Value::String(s) = x {
+                if let Some((at, c)) = s.char_indices().nth(s.chars().count() / 2) {
+                    let new = if c == 'e' { 'a' } else { 'e' };
+                    s.replace_range(at..at + c.len_utf8(), &new.to_string());
+                }
+            }
+            format!("text of {p} changed")
+        }
+    })
+}
+
+/// Whether a change to `path` of the record `line` (of the document, for a one-document
+/// format) is one the native format gives no way to see: written once, repeated by no other
+/// record, hashed nowhere.
+/// - Codex 0.149: the base instructions, the developer and environment-context messages,
+///   item ids, statuses and encrypted reasoning, the text of an `apply_patch` input.
+/// - Claude Code 2.1.332 hashes every message it sends and its system prompt and tools:
+///   nothing.
+/// - Pi 0.83: the content of user and assistant messages (texts, thinking, a call's
+///   arguments), but not a call's id and tool, which its result repeats.
+/// - OpenCode 1.17: the texts of text and reasoning parts, a call's id and the values of its
+///   arguments, and a text, reasoning or tool part, or a whole step (an assistant message),
+///   dropped or repeated (OpenCode chains nothing from one step or part to the next).
+/// - OpenHands SDK 1.34: the system prompt, the texts of messages and thoughts, and a call's
+///   `security_risk` argument.
+/// - mini-swe-agent: the system and task messages' text (rendered from templates with values
+///   the trajectory does not keep), the text of a format error (rendered by Jinja from the
+///   kept template, which this project does not render), and `provider_specific_fields`.
+fn unverifiable(agent: &str, line: &Value, damaged: &Value, path: &str) -> bool {
     let under = |prefix: &str| path == prefix || path.starts_with(&format!("{prefix}/"));
-    (line["type"] == "session_meta" && under("/payload/base_instructions"))
-        || (line["type"] == "response_item"
-            && ([
-                "/payload/id",
-                "/payload/status",
-                "/payload/encrypted_content",
-            ]
-            .iter()
-            .any(|f| under(f))
-                || (p["type"] == "message"
-                    && (p["role"] == "developer"
-                        || p["content"][0]["text"]
-                            .as_str()
-                            .is_some_and(|t| t.starts_with('<'))))
-                || (p["type"] == "custom_tool_call" && under("/payload/input"))))
+    match agent {
+        "codex" => {
+            let p = &line["payload"];
+            (line["type"] == "session_meta" && under("/payload/base_instructions"))
+                || (line["type"] == "response_item"
+                    && ([
+                        "/payload/id",
+                        "/payload/status",
+                        "/payload/encrypted_content",
+                    ]
+                    .iter()
+                    .any(|f| under(f))
+                        || (p["type"] == "message"
+                            && (p["role"] == "developer"
+                                || p["content"][0]["text"]
+                                    .as_str()
+                                    .is_some_and(|t| t.starts_with('<'))))
+                        || (p["type"] == "custom_tool_call" && under("/payload/input"))))
+        }
+        "pi-agent" => {
+            let role = &line["message"]["role"];
+            (role == "user" || role == "assistant")
+                && under("/message/content")
+                && !(path.ends_with("/id") || path.ends_with("/name"))
+        }
+        "openhands" => {
+            under("/system_prompt/text")
+                || under("/llm_message/content")
+                || under("/thought")
+                || under("/reasoning_content")
+                || (path == "/tool_call/arguments" && security_risk_only(line, damaged))
+        }
+        "opencode" => {
+            let seg: Vec<&str> = path.split('/').skip(1).collect();
+            let msg = |i: &str| i.parse::<usize>().ok().map(|i| &line["messages"][i]);
+            match seg[..] {
+                ["messages", i] => msg(i).is_some_and(|m| m["info"]["role"] == "assistant"),
+                ["messages", i, "parts", k, ref rest @ ..] => {
+                    let Some(p) =
+                        msg(i).and_then(|m| k.parse::<usize>().ok().map(|k| &m["parts"][k]))
+                    else {
+                        return false;
+                    };
+                    matches!(
+                        (p["type"].as_str().unwrap_or(""), rest),
+                        ("text" | "reasoning", [] | ["text", ..])
+                            | ("tool", [] | ["callID"] | ["state", "input", ..])
+                    )
+                }
+                _ => false,
+            }
+        }
+        "mini-swe-agent" => {
+            let Some((i, rest)) = path
+                .strip_prefix("/messages/")
+                .and_then(|p| p.split_once('/'))
+                .and_then(|(i, rest)| Some((i.parse::<usize>().ok()?, rest)))
+            else {
+                return false;
+            };
+            let messages = line["messages"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or(&[]);
+            let after_unparsed_reply = i > 0
+                && messages[i]["role"] == "user"
+                && messages[i - 1]["role"] == "assistant"
+                && messages[i - 1].pointer("/extra/actions").is_none()
+                && messages[i - 1]["content"]
+                    .as_str()
+                    .is_some_and(|c| c.matches("```").count() != 2);
+            (i <= 1 && rest == "content")
+                || rest.starts_with("provider_specific_fields")
+                || (rest == "content"
+                    && (after_unparsed_reply
+                        || messages[i].pointer("/extra/interrupt_type").is_some()))
+        }
+        _ => false,
+    }
+}
+
+/// Whether an OpenHands call's arguments (`/tool_call/arguments`, a JSON text) differ only in
+/// `security_risk` between the undamaged and the damaged event.
+fn security_risk_only(before: &Value, after: &Value) -> bool {
+    let args = |v: &Value| {
+        v.pointer("/tool_call/arguments")
+            .and_then(Value::as_str)
+            .and_then(|a| serde_json::from_str::<Value>(a).ok())
+    };
+    match (args(before), args(after)) {
+        (Some(Value::Object(mut a)), Some(Value::Object(mut b))) => {
+            a.remove("security_risk");
+            b.remove("security_risk");
+            a == b
+        }
+        _ => false,
+    }
 }
 
 /// Whether a mutation changed only what the format cannot show (see [`unverifiable`]): one
 /// line, still JSON, every difference in such a field.
-fn only_unverifiable(agent: &str, text: &str, damaged: &str) -> bool {
-    let (a, b): (Vec<&str>, Vec<&str>) = (text.lines().collect(), damaged.lines().collect());
+fn only_unverifiable(agent: &str, text: &str, damaged: &str, doc: bool) -> bool {
+    let (a, b): (Vec<&str>, Vec<&str>) = if doc {
+        (vec![text], vec![damaged])
+    } else {
+        (text.lines().collect(), damaged.lines().collect())
+    };
     if a.len() != b.len() {
         return false;
     }
@@ -284,13 +474,88 @@ fn only_unverifiable(agent: &str, text: &str, damaged: &str) -> bool {
         .into_iter()
         .map(|p| p.replace('[', "/").replace(']', ""))
         .collect();
-    !paths.is_empty() && paths.iter().all(|p| unverifiable(agent, &x, p))
+    !paths.is_empty()
+        && paths.iter().all(|p| match (x.pointer(p), y.pointer(p)) {
+            // A list that lost or gained one element: whether that element's absence or
+            // repetition can be seen.
+            (Some(Value::Array(a)), Some(Value::Array(b))) if a.len() != b.len() => {
+                let (long, short) = if a.len() > b.len() { (a, b) } else { (b, a) };
+                one_more(long, short)
+                    .is_some_and(|k| unverifiable(agent, &x, &y, &format!("{p}/{k}")))
+            }
+            _ => unverifiable(agent, &x, &y, p),
+        })
+}
+
+/// The index of the one element `long` has more than `short`, when that is the only
+/// difference.
+fn one_more(long: &[Value], short: &[Value]) -> Option<usize> {
+    if long.len() != short.len() + 1 {
+        return None;
+    }
+    let k = long
+        .iter()
+        .zip(short)
+        .position(|(x, y)| x != y)
+        .unwrap_or(short.len());
+    (long[k + 1..] == short[k..]).then_some(k)
+}
+
+/// Where a one-record mutation changed the record (its first JSON paths), for the report.
+fn changed_at(text: &str, damaged: &str, doc: bool) -> String {
+    let pairs: Vec<(&str, &str)> = if doc {
+        vec![(text, damaged)]
+    } else {
+        text.lines()
+            .zip(damaged.lines())
+            .filter(|(a, b)| a != b)
+            .take(1)
+            .collect()
+    };
+    match pairs[..] {
+        [(a, b)] => match (
+            serde_json::from_str::<Value>(a),
+            serde_json::from_str::<Value>(b),
+        ) {
+            (Ok(a), Ok(b)) => {
+                let d = pvisor::certify::check::differences(&a, &b);
+                format!(
+                    " (at {})",
+                    d.iter().take(3).cloned().collect::<Vec<_>>().join(", ")
+                )
+            }
+            _ => String::new(),
+        },
+        _ => String::new(),
+    }
+}
+
+/// Mutations per session of `agent`; `PVISOR_DAMAGED_MUTATIONS` sets another count for a
+/// longer campaign.
+fn mutations(agent: &str) -> usize {
+    if let Some(n) = std::env::var("PVISOR_DAMAGED_MUTATIONS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+    {
+        return n;
+    }
+    match agent {
+        "openhands" => PER_OPENHANDS_SESSION,
+        _ => PER_SESSION,
+    }
 }
 
 /// Run the corpus over one session; returns the silent acceptances.
 fn corpus(agent: &str, session: &Path, seed: u64) -> (usize, usize, Vec<String>) {
     let adapter = (pvisor::adapters::registry().get(agent).unwrap().make)();
-    let text = std::fs::read_to_string(session).unwrap();
+    // The session's bytes as its adapter reads them (a conversation folder in its one-file
+    // canonical form), mutated as text.
+    let text = String::from_utf8(adapter.read_input(session).unwrap()).unwrap();
+    let doc = serde_json::from_str::<Value>(&text).is_ok();
+    let name = match session.is_dir() {
+        true => std::ffi::OsString::from("conversation.bundle"),
+        false => session.file_name().unwrap().to_owned(),
+    };
     let dir = tempfile::tempdir().unwrap();
     let (plan, _) = adapter.parse_path(session).unwrap();
     let max = plan.max_boundary();
@@ -300,33 +565,41 @@ fn corpus(agent: &str, session: &Path, seed: u64) -> (usize, usize, Vec<String>)
         .flat_map(|b| &b.calls)
         .filter_map(|c| c.original.clone().map(|o| (c.call_id.clone(), o)))
         .collect();
-    let want: Vec<Visible> = (1..=max)
-        .map(|n| {
-            visible(
-                adapter.as_ref(),
-                session,
-                &plan,
-                n,
-                &dir.path().join("orig"),
-                &fresh,
-            )
-            .unwrap()
-        })
-        .collect();
+    // OpenHands renders its prefix with the SDK itself.
+    let sdk = agent == "openhands";
+    let entry = sdk.then(|| recording::install("openhands"));
+    let mut wanted: BTreeMap<usize, Visible> = BTreeMap::new();
+    let mut want = |n: usize| -> Visible {
+        wanted
+            .entry(n)
+            .or_insert_with(|| {
+                visible(
+                    adapter.as_ref(),
+                    session,
+                    &plan,
+                    n,
+                    &dir.path().join("orig"),
+                    &fresh,
+                    entry.as_deref(),
+                )
+                .unwrap()
+            })
+            .clone()
+    };
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut silent = vec![];
     let mut refused = 0;
     let mut unseen = 0;
-    for k in 0..PER_SESSION {
-        let (damaged, what) = mutate(&text, &mut rng);
+    for k in 0..mutations(agent) {
+        let (damaged, what) = mutate(&text, doc, &mut rng);
         if damaged == text {
             continue;
         }
         let case = dir.path().join(format!("m{k}"));
         std::fs::create_dir_all(&case).unwrap();
-        let path = case.join(session.file_name().unwrap());
+        let path = case.join(&name);
         std::fs::write(&path, &damaged).unwrap();
-        let plan = match adapter.parse_path(&path) {
+        let damaged_plan = match adapter.parse_path(&path) {
             Ok((p, _)) => p,
             Err(e) => {
                 assert_eq!(e.path, path, "{what}: {e}");
@@ -334,7 +607,14 @@ fn corpus(agent: &str, session: &Path, seed: u64) -> (usize, usize, Vec<String>)
                 continue;
             }
         };
-        for n in 1..=plan.max_boundary().min(max) {
+        let plan = damaged_plan;
+        let top = plan.max_boundary().min(max);
+        let boundaries = match sdk {
+            true => (top.max(1)..=top).collect::<Vec<_>>(),
+            false => (1..=top).collect(),
+        };
+        for n in boundaries {
+            let want_n = want(n);
             // A call of a tool the adapter does not know is refused before anything runs.
             let unknown = plan.batches[..n]
                 .iter()
@@ -344,27 +624,36 @@ fn corpus(agent: &str, session: &Path, seed: u64) -> (usize, usize, Vec<String>)
                 refused += 1;
                 break;
             }
-            match visible(adapter.as_ref(), &path, &plan, n, &case, &fresh) {
+            match visible(
+                adapter.as_ref(),
+                &path,
+                &plan,
+                n,
+                &case,
+                &fresh,
+                entry.as_deref(),
+            ) {
                 Err(_) => {
                     refused += 1;
                     break;
                 }
-                Ok(got) if got == want[n - 1] => {}
-                Ok(_) if only_unverifiable(agent, &text, &damaged) => {
+                Ok(got) if got == want_n => {}
+                Ok(_) if only_unverifiable(agent, &text, &damaged, doc) => {
                     unseen += 1;
                     break;
                 }
                 Ok(got) => {
-                    let part = if got.prefix != want[n - 1].prefix {
+                    let part = if got.prefix != want_n.prefix {
                         "the messages"
-                    } else if got.calls != want[n - 1].calls {
+                    } else if got.calls != want_n.calls {
                         "the calls"
                     } else {
                         "the instructions or tools"
                     };
                     silent.push(format!(
-                        "{}: {what}: N={n}: {part} changed",
-                        session.display()
+                        "{}: {what}: N={n}: {part} changed{}",
+                        session.display(),
+                        changed_at(&text, &damaged, doc)
                     ));
                     break;
                 }
@@ -378,14 +667,14 @@ fn check(agent: &str, sessions: &[&str]) {
     let mut all = vec![];
     let (mut refused, mut unseen) = (0, 0);
     for (i, s) in sessions.iter().enumerate() {
-        let (r, u, silent) = corpus(agent, &fixture(s), SEED + i as u64);
+        let (r, u, silent) = corpus(agent, &fixture(s), seed() + i as u64);
         refused += r;
         unseen += u;
         all.extend(silent);
     }
     eprintln!(
         "{agent}: {} mutations, {refused} refused, {unseen} changed only what the format cannot show, {} accepted silently",
-        PER_SESSION * sessions.len(),
+        mutations(agent) * sessions.len(),
         all.len()
     );
     assert!(
@@ -416,6 +705,55 @@ fn damaged_codex_rollouts_are_refused_or_unchanged() {
             "codex/genuine/rollout-final.jsonl",
             "codex/recorded/patches/rollout.jsonl",
             "codex/recorded/commands/rollout.jsonl",
+        ],
+    );
+}
+
+#[test]
+fn damaged_pi_sessions_are_refused_or_unchanged() {
+    check(
+        "pi-agent",
+        &[
+            "pi/recorded/tools/session.jsonl",
+            "pi/recorded/errors/session.jsonl",
+            "pi/genuine/session-final.jsonl",
+        ],
+    );
+}
+
+#[test]
+fn damaged_opencode_exports_are_refused_or_unchanged() {
+    check(
+        "opencode",
+        &[
+            "opencode/recorded/tools/export.json",
+            "opencode/recorded/errors/export.json",
+            "opencode/genuine/export.json",
+        ],
+    );
+}
+
+#[test]
+fn damaged_mini_swe_agent_trajectories_are_refused_or_unchanged() {
+    check(
+        "mini-swe-agent",
+        &[
+            "mini-swe-agent/recorded/v2-tools/mini.traj.json",
+            "mini-swe-agent/recorded/v2-text/mini.traj.json",
+            "mini-swe-agent/recorded/v1-tools/mini.traj.json",
+            "mini-swe-agent/genuine-2.4.6/mini.traj.json",
+            "mini-swe-agent/genuine-1.17.5/mini.traj.json",
+        ],
+    );
+}
+
+#[test]
+fn damaged_openhands_conversations_are_refused_or_unchanged() {
+    check(
+        "openhands",
+        &[
+            "openhands/recorded/mixed/native-final",
+            "openhands/genuine/native-final",
         ],
     );
 }

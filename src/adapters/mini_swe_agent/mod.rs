@@ -7,6 +7,9 @@
 //!   message's actions are one batch; a 1.x reply with zero or several blocks is a format-error
 //!   turn (history, never a boundary); the submitting reply ends the trajectory and is never
 //!   a boundary.
+//! - [`integrity`]: what a trajectory repeats about itself (the response beside each reply,
+//!   the model-call count, the parsed actions, the order of messages and timestamps),
+//!   checked so that a damaged prefix is refused.
 //! - [`tools`], [`runner`]: every action re-executed by mini's **own** environment and
 //!   templates, in the Python companion runner (`runner.py`) preloaded into the real mini
 //!   entrypoint (`sitecustomize.py`), one JSON line per call.
@@ -20,6 +23,7 @@
 
 pub mod agent;
 pub mod continuation;
+pub mod integrity;
 pub mod parse;
 pub mod pyjson;
 pub mod rebuild;

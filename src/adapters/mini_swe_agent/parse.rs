@@ -72,13 +72,14 @@ impl Parsed {
     }
 }
 
-struct Ctx<'a> {
+/// The file being parsed, for errors that name the line of a field.
+pub struct Ctx<'a> {
     path: &'a Path,
     text: &'a str,
 }
 
 impl Ctx<'_> {
-    fn err(&self, field: &str, message: impl Into<String>) -> TrajectoryError {
+    pub fn err(&self, field: &str, message: impl Into<String>) -> TrajectoryError {
         let line = crate::kit::json_lines::line_of_field(self.text, field).unwrap_or(0);
         TrajectoryError::new(self.path, line, field, message)
     }
@@ -180,6 +181,7 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<Parsed, TrajectoryError>
         Format::V1_1 => walk_v2(&cx, messages)?,
         Format::V1 => walk_v1(&cx, messages, &doc, exit_status)?,
     };
+    super::integrity::check(&cx, &doc, messages, format, &sites, turns)?;
     let plan = Plan {
         agent: super::NAME.into(),
         recorded_version: Some(version.clone()),
@@ -310,6 +312,15 @@ pub fn is_error(m: &Value) -> bool {
 
 fn is_format_error(m: &Value) -> bool {
     m.pointer("/extra/interrupt_type").and_then(Value::as_str) == Some("FormatError")
+}
+
+/// The model turns of `messages` (what mini counts as `api_calls`): replies, and 2.x format
+/// errors (mini keeps the error, not the reply).
+pub fn model_turns(messages: &[Value]) -> usize {
+    messages
+        .iter()
+        .filter(|m| m["role"] == "assistant" || (m["role"] == "user" && is_format_error(m)))
+        .count()
 }
 
 type Walk = (Vec<Batch>, Vec<Site>, usize);
@@ -662,6 +673,8 @@ mod tests {
             .unwrap();
         let m = &mut doc["messages"][i];
         m["tool_calls"][0]["function"]["arguments"] = json!("{\"command\":7501}");
+        m["extra"]["response"]["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] =
+            json!("{\"command\":7501}");
         m["extra"]["actions"][0]["command"] = json!(7501);
         let bytes = serde_json::to_vec_pretty(&doc).unwrap();
         let parsed = parse_bytes(&p, &bytes).unwrap();

@@ -1,7 +1,8 @@
 //! The trajectory cut after batch N, with the fresh observation messages in place of the
 //! recorded ones, written the way mini writes it ([`super::pyjson`]): untouched messages and
 //! `info` stay byte-identical (`info` is the recording's until the continued agent saves its
-//! own). Also the Chat Completions prefix mini sends for it: 2.x sends every message without
+//! own), but for `info.model_stats.api_calls`, which counts the kept turns as mini's own
+//! save after that turn does. Also the Chat Completions prefix mini sends for it: 2.x sends every message without
 //! `extra` and without null fields; 1.x sends `role` and `content` only.
 
 use std::path::{Path, PathBuf};
@@ -62,9 +63,19 @@ pub fn api_prefix(format: Format, messages: &[Value]) -> Vec<Value> {
         .collect()
 }
 
-/// A trajectory document with `messages` in place of the recorded ones.
+/// A trajectory document with `messages` in place of the recorded ones, whose
+/// `info.model_stats.api_calls` counts their model turns, as mini's own save after that turn
+/// does (the cost stays the recording's: a format error's cost is in it but not in any kept
+/// message).
 pub fn document(p: &Parsed, messages: Vec<Value>) -> Value {
     let mut doc = p.doc.clone();
+    if let Some(stats) = doc
+        .pointer_mut("/info/model_stats")
+        .and_then(Value::as_object_mut)
+        .filter(|s| s.contains_key("api_calls"))
+    {
+        stats.insert("api_calls".into(), parse::model_turns(&messages).into());
+    }
     doc["messages"] = Value::Array(messages);
     doc
 }

@@ -2,7 +2,8 @@
 //!
 //! - [`parse`]: any of OpenCode's session forms → [`session::Session`] → plan: the store
 //!   ([`store`], `opencode.db` with its WAL), `opencode export` JSON, or the
-//!   `opencode run --format=json` event stream. One step is one batch.
+//!   `opencode run --format=json` event stream. One step is one batch. [`integrity`]: the
+//!   order, ids, roles, part types and step reasons an export or the store must keep.
 //! - [`tools`]: re-execution of bash, read, write, edit, glob, grep, todowrite (and the
 //!   `invalid` stand-in) with OpenCode's own output texts ([`js`] for the JavaScript
 //!   semantics they depend on, [`collate`] for its directory order).
@@ -22,6 +23,7 @@ pub mod clock;
 pub mod collate;
 pub mod continuation;
 pub mod ids;
+pub mod integrity;
 pub mod js;
 pub mod parse;
 pub mod rebuild;

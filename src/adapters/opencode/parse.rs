@@ -571,6 +571,7 @@ fn steps_of(m: &Message) -> Vec<(usize, usize)> {
 }
 
 fn plan_of(path: &Path, session: Session) -> Result<Parsed, TrajectoryError> {
+    super::integrity::check(path, &session)?;
     if !session.messages.iter().any(|m| m.role() == "user") && session.form != InputForm::Events {
         return Err(err(
             path,

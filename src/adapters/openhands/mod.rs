@@ -5,7 +5,9 @@
 //! - [`store`]: a conversation folder read as one canonical byte form (what pvisor parses,
 //!   digests and writes as artifacts): `base_state.json`, then one line per event.
 //! - [`parse`]: that form → plan; one LLM response's `ActionEvent`s are one batch, each
-//!   answered by the result event carrying its `tool_call_id`.
+//!   answered by the result event carrying its `tool_call_id`. [`integrity`]: the event
+//!   chain, calls against what the model sent, results against their actions, responses
+//!   against the statistics.
 //! - [`tools`], [`runner`]: every action re-executed by OpenHands' **own** tools (terminal in
 //!   tmux, file_editor, task_tracker, think, finish) in the Python companion runner
 //!   (`runner.py`), started with the Python of the installed SDK.
@@ -21,6 +23,7 @@
 
 pub mod agent;
 pub mod continuation;
+pub mod integrity;
 pub mod parse;
 pub mod rebuild;
 pub mod record;

@@ -223,6 +223,7 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<Parsed, TrajectoryError>
         raw.push(l.to_string());
         line_of.push(i + 1);
     }
+    super::integrity::check(path, &base_state, &events, &line_of)?;
     let (mut batches, mut sites, mut turns) = (vec![], vec![], 0usize);
     let mut i = 0;
     while i < events.len() {

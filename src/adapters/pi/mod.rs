@@ -2,6 +2,8 @@
 //!
 //! - [`parse`]: a v3 session file or `pi --mode json` / `--mode rpc` events →
 //!   [`session::Session`] → plan; one assistant message's tool calls are one batch.
+//! - [`integrity`]: the shape of every message and the cross-checks a Pi session allows
+//!   (model, stop reason, results in call order naming their tool, the context's root).
 //! - [`tools`]: read, bash, edit and write re-executed by Pi's **own** implementations, in a
 //!   Node runner of this project ([`runner`], `runner.mjs`) that loads them from the pinned
 //!   package; any other tool is refused before anything runs.
@@ -17,6 +19,7 @@ pub mod agent;
 pub mod continuation;
 pub mod convert;
 pub mod install;
+pub mod integrity;
 pub mod parse;
 pub mod rebuild;
 pub mod record;

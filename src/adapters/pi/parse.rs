@@ -17,6 +17,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
+use super::integrity;
 use super::session::{Entry, InputForm, Session};
 use crate::error::TrajectoryError;
 use crate::kit::{Batch, Locator, Observation, Plan, ToolCall};
@@ -168,8 +169,24 @@ fn read_session_file(
         let Some(id) = str_of(&v, "id") else {
             return Err(err(path, line, "id", "an entry needs a string id"));
         };
+        if !ENTRY_TYPES.contains(&ty) {
+            return Err(err(
+                path,
+                line,
+                "type",
+                format!("unknown entry type `{ty}`"),
+            ));
+        }
         match v.get("parentId") {
-            None | Some(Value::Null) | Some(Value::String(_)) => {}
+            Some(Value::Null) | Some(Value::String(_)) => {}
+            None => {
+                return Err(err(
+                    path,
+                    line,
+                    "parentId",
+                    "an entry needs its parentId (null for the first)",
+                ))
+            }
             Some(_) => {
                 return Err(err(
                     path,
@@ -220,7 +237,8 @@ fn read_session_file(
         };
     }
     chain.reverse();
-    let entries = chain.into_iter().map(|i| all[i].clone()).collect();
+    let entries: Vec<Entry> = chain.into_iter().map(|i| all[i].clone()).collect();
+    integrity::check_context(path, &entries, all.first().map(Entry::id))?;
     Ok(Session {
         form: InputForm::SessionFile,
         header,
@@ -243,101 +261,7 @@ fn check_entry(path: &Path, line: usize, prefix: &str, v: &Value) -> Result<(), 
             "a message entry needs a `message` object",
         )
     })?;
-    check_message(path, line, &format!("{prefix}message"), m)
-}
-
-fn check_message(path: &Path, line: usize, field: &str, m: &Value) -> Result<(), TrajectoryError> {
-    let role = str_of(m, "role").ok_or_else(|| {
-        err(
-            path,
-            line,
-            format!("{field}.role"),
-            "a message needs a string role",
-        )
-    })?;
-    match role {
-        "assistant" => {
-            let content = m.get("content").and_then(Value::as_array).ok_or_else(|| {
-                err(
-                    path,
-                    line,
-                    format!("{field}.content"),
-                    "an assistant message needs a content array",
-                )
-            })?;
-            for (i, b) in content.iter().enumerate() {
-                let f = format!("{field}.content[{i}]");
-                let ty = str_of(b, "type").ok_or_else(|| {
-                    err(
-                        path,
-                        line,
-                        format!("{f}.type"),
-                        "a block needs a string type",
-                    )
-                })?;
-                if ty == "toolCall" {
-                    for k in ["id", "name"] {
-                        if str_of(b, k).is_none() {
-                            return Err(err(
-                                path,
-                                line,
-                                format!("{f}.{k}"),
-                                format!("a toolCall needs a string `{k}`"),
-                            ));
-                        }
-                    }
-                    if !b.get("arguments").is_some_and(Value::is_object) {
-                        return Err(err(
-                            path,
-                            line,
-                            format!("{f}.arguments"),
-                            "a toolCall needs an object `arguments`",
-                        ));
-                    }
-                }
-            }
-        }
-        "toolResult" => {
-            if str_of(m, "toolCallId").is_none() {
-                return Err(err(
-                    path,
-                    line,
-                    format!("{field}.toolCallId"),
-                    "a toolResult needs a string toolCallId",
-                ));
-            }
-            if !m.get("content").is_some_and(Value::is_array) {
-                return Err(err(
-                    path,
-                    line,
-                    format!("{field}.content"),
-                    "a toolResult needs a content array",
-                ));
-            }
-            if !m.get("isError").is_none_or(Value::is_boolean) {
-                return Err(err(
-                    path,
-                    line,
-                    format!("{field}.isError"),
-                    "isError must be a boolean",
-                ));
-            }
-        }
-        "user"
-            if !m
-                .get("content")
-                .is_some_and(|c| c.is_array() || c.is_string()) =>
-        {
-            return Err(err(
-                path,
-                line,
-                format!("{field}.content"),
-                "a user message needs a string or an array content",
-            ));
-        }
-        _ => {}
-    }
-    Ok(())
+    integrity::check_message(path, line, &format!("{prefix}message"), m)
 }
 
 /// ISO-8601 (UTC, milliseconds) of a JavaScript timestamp, as Pi writes entry timestamps.
@@ -379,7 +303,7 @@ fn read_events(
                         "message_end needs a `message` object",
                     )
                 })?;
-                check_message(path, line, "message", m)?;
+                integrity::check_message(path, line, "message", m)?;
                 let ts = m.get("timestamp").and_then(Value::as_i64).unwrap_or(0);
                 let parent = entries.last().map(|e| json!(e.id())).unwrap_or(Value::Null);
                 let id = format!("{:08x}", entries.len() as u32 + 1);
@@ -404,6 +328,7 @@ fn read_events(
         Some((h, r)) => (h, Some(r)),
         None => (json!({"type": "session", "version": 3, "id": ""}), None),
     };
+    integrity::check_context(path, &entries, None)?;
     Ok(Session {
         form: InputForm::Events,
         header,
@@ -545,7 +470,7 @@ mod tests {
         "\n",
         r#"{"type":"message","id":"a0000002","parentId":"a0000001","timestamp":"t","message":{"role":"user","content":[{"type":"text","text":"go"}]}}"#,
         "\n",
-        r#"{"type":"message","id":"a0000003","parentId":"a0000002","timestamp":"t","message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"bash","arguments":{"command":"ls"}},{"type":"toolCall","id":"c2","name":"read","arguments":{"path":"x"}}]}}"#,
+        r#"{"type":"message","id":"a0000003","parentId":"a0000002","timestamp":"t","message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"bash","arguments":{"command":"ls"}},{"type":"toolCall","id":"c2","name":"read","arguments":{"path":"x"}}],"api":"anthropic-messages","provider":"anthropic","model":"m","stopReason":"toolUse"}}"#,
         "\n",
         r#"{"type":"message","id":"a0000004","parentId":"a0000003","timestamp":"t","message":{"role":"toolResult","toolCallId":"c1","toolName":"bash","content":[{"type":"text","text":"x\n"}],"isError":false}}"#,
         "\n",
@@ -578,7 +503,7 @@ mod tests {
 
     #[test]
     fn a_branch_off_the_leaf_path_is_ignored() {
-        let extra = r#"{"type":"message","id":"b0000001","parentId":"a0000002","timestamp":"t","message":{"role":"assistant","content":[{"type":"text","text":"other"}]}}"#;
+        let extra = r#"{"type":"message","id":"b0000001","parentId":"a0000002","timestamp":"t","message":{"role":"assistant","content":[{"type":"text","text":"other"}],"api":"anthropic-messages","provider":"anthropic","model":"m","stopReason":"stop"}}"#;
         // The leaf is the last entry: put the branch before the main line's end.
         let mut lines: Vec<&str> = FILE.lines().collect();
         lines.insert(3, extra);

@@ -196,6 +196,46 @@ fn opt_string<'a>(tool: &str, input: &'a Value, key: &str) -> Result<Option<&'a 
     }
 }
 
+/// The schema error OpenCode gives for `input` of a replayable tool (its required and typed
+/// parameters, as each tool reads them), or `None` when the arguments fit. A call OpenCode
+/// stored as `completed` passed its schema.
+pub fn schema_error(tool: &str, input: &Value) -> Option<String> {
+    let check = || -> Result<(), Produced> {
+        match tool {
+            "bash" => {
+                string_param(tool, input, "command")?;
+            }
+            "read" => {
+                string_param(tool, input, "filePath")?;
+            }
+            "write" => {
+                string_param(tool, input, "filePath")?;
+                string_param(tool, input, "content")?;
+            }
+            "edit" => {
+                for k in ["filePath", "oldString", "newString"] {
+                    string_param(tool, input, k)?;
+                }
+            }
+            "glob" => {
+                string_param(tool, input, "pattern")?;
+                opt_string(tool, input, "path")?;
+            }
+            "grep" => {
+                string_param(tool, input, "pattern")?;
+                opt_string(tool, input, "path")?;
+                opt_string(tool, input, "include")?;
+            }
+            "todowrite" if !input.get("todos").is_some_and(Value::is_array) => {
+                return Err(todowrite(input));
+            }
+            _ => {}
+        }
+        Ok(())
+    };
+    check().err().map(|p| p.output)
+}
+
 /// The error of `Tool.define` for arguments its schema rejects.
 fn invalid(tool: &str, detail: &str) -> Produced {
     Produced::err(format!(
