@@ -262,3 +262,55 @@ fn text_actions(cx: &Ctx, doc: &Value, messages: &[Value]) -> Result<(), Traject
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::adapters::mini_swe_agent::parse::parse_bytes;
+    use serde_json::Value;
+    use std::path::Path;
+
+    fn load(name: &str) -> (std::path::PathBuf, Value) {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/mini-swe-agent")
+            .join(name);
+        let v = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        (p, v)
+    }
+
+    fn parse(p: &Path, v: &Value) -> Result<(), String> {
+        let text = serde_json::to_string_pretty(v).unwrap();
+        parse_bytes(p, text.as_bytes())
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn genuine_trajectories_pass_and_damage_names_the_field() {
+        let (p, v) = load("recorded/v2-tools/mini.traj.json");
+        parse(&p, &v).unwrap();
+        let mut content = v.clone();
+        content["messages"][2]["content"] = "Another reply.".into();
+        assert!(parse(&p, &content)
+            .unwrap_err()
+            .contains("messages[2].content"));
+        let mut count = v.clone();
+        count["info"]["model_stats"]["api_calls"] = 9.into();
+        assert!(parse(&p, &count).unwrap_err().contains("api_calls"));
+        let mut repeated = v.clone();
+        let tool = repeated["messages"][3].clone();
+        repeated["messages"].as_array_mut().unwrap().insert(4, tool);
+        assert!(parse(&p, &repeated).is_err());
+        let (p1, v1) = load("genuine-1.17.5/mini.traj.json");
+        parse(&p1, &v1).unwrap();
+        let mut dropped = v1.clone();
+        dropped["messages"].as_array_mut().unwrap().remove(3);
+        assert!(parse(&p1, &dropped)
+            .unwrap_err()
+            .contains("messages[3].role"));
+        let (pt, vt) = load("recorded/v2-text/mini.traj.json");
+        parse(&pt, &vt).unwrap();
+        let mut action = vt.clone();
+        action["messages"][2]["extra"]["actions"][0]["command"] = "ls".into();
+        assert!(parse(&pt, &action).unwrap_err().contains("extra.actions"));
+    }
+}

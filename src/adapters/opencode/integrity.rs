@@ -46,15 +46,6 @@ fn str_of<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
     v.get(k).and_then(Value::as_str)
 }
 
-fn err(
-    path: &Path,
-    line: usize,
-    field: impl Into<String>,
-    msg: impl Into<String>,
-) -> TrajectoryError {
-    TrajectoryError::new(path, line, field, msg)
-}
-
 /// The key OpenCode orders messages by.
 fn order_key(m: &Message) -> (i64, &str) {
     (
@@ -77,8 +68,7 @@ pub fn check(path: &Path, s: &Session) -> Result<(), TrajectoryError> {
         let field = format!("messages[{mi}].info");
         if let Some(prev) = mi.checked_sub(1).map(|p| &s.messages[p]) {
             if order_key(prev) >= order_key(m) {
-                return Err(err(
-                    path,
+                return Err(TrajectoryError::new(path,
                     m.line,
                     format!("{field}.id"),
                     format!(
@@ -90,7 +80,7 @@ pub fn check(path: &Path, s: &Session) -> Result<(), TrajectoryError> {
             }
         }
         if str_of(&m.info, "sessionID") != Some(sid) {
-            return Err(err(
+            return Err(TrajectoryError::new(
                 path,
                 m.line,
                 format!("{field}.sessionID"),
@@ -102,8 +92,7 @@ pub fn check(path: &Path, s: &Session) -> Result<(), TrajectoryError> {
             "assistant" => {
                 let parent = str_of(&m.info, "parentID").unwrap_or("");
                 if !users.contains(&parent) {
-                    return Err(err(
-                        path,
+                    return Err(TrajectoryError::new(path,
                         m.line,
                         format!("{field}.parentID"),
                         format!("an assistant message answers a user message before it; {parent:?} is none"),
@@ -111,7 +100,7 @@ pub fn check(path: &Path, s: &Session) -> Result<(), TrajectoryError> {
                 }
             }
             other => {
-                return Err(err(
+                return Err(TrajectoryError::new(
                     path,
                     m.line,
                     format!("{field}.role"),
@@ -133,15 +122,14 @@ fn parts(path: &Path, mi: usize, m: &Message, sid: &str) -> Result<(), Trajector
         let line = m.part_lines.get(k).copied().unwrap_or(m.line);
         let id = str_of(p, "id").unwrap_or("");
         if k > 0 && str_of(&m.parts[k - 1], "id").unwrap_or("") >= id {
-            return Err(err(
-                path,
+            return Err(TrajectoryError::new(path,
                 line,
                 format!("{field}.id"),
                 format!("part {id} does not come after the part before it (OpenCode orders parts by id)"),
             ));
         }
         if str_of(p, "messageID") != Some(m.id()) {
-            return Err(err(
+            return Err(TrajectoryError::new(
                 path,
                 line,
                 format!("{field}.messageID"),
@@ -149,7 +137,7 @@ fn parts(path: &Path, mi: usize, m: &Message, sid: &str) -> Result<(), Trajector
             ));
         }
         if str_of(p, "sessionID") != Some(sid) {
-            return Err(err(
+            return Err(TrajectoryError::new(
                 path,
                 line,
                 format!("{field}.sessionID"),
@@ -158,7 +146,7 @@ fn parts(path: &Path, mi: usize, m: &Message, sid: &str) -> Result<(), Trajector
         }
         let ty = str_of(p, "type").unwrap_or("");
         if !PART_TYPES.contains(&ty) {
-            return Err(err(
+            return Err(TrajectoryError::new(
                 path,
                 line,
                 format!("{field}.type"),
@@ -169,8 +157,7 @@ fn parts(path: &Path, mi: usize, m: &Message, sid: &str) -> Result<(), Trajector
             let tool = str_of(p, "tool").unwrap_or("");
             let input = p.pointer("/state/input").unwrap_or(&Value::Null);
             if let Some(e) = super::tools::schema_error(tool, input) {
-                return Err(err(
-                    path,
+                return Err(TrajectoryError::new(path,
                     line,
                     format!("{field}.state.input"),
                     format!("the call is stored as completed, but OpenCode refuses these arguments: {e}"),
@@ -178,7 +165,7 @@ fn parts(path: &Path, mi: usize, m: &Message, sid: &str) -> Result<(), Trajector
             }
         }
         if matches!(ty, "text" | "reasoning") && str_of(p, "text").is_none() {
-            return Err(err(
+            return Err(TrajectoryError::new(
                 path,
                 line,
                 format!("{field}.text"),
@@ -199,7 +186,7 @@ fn steps(path: &Path, mi: usize, m: &Message) -> Result<(), TrajectoryError> {
             Some("step-finish") => {
                 let reason = str_of(p, "reason");
                 if reason == Some("tool-calls") && !has_tool {
-                    return Err(err(
+                    return Err(TrajectoryError::new(
                         path,
                         m.part_lines.get(k).copied().unwrap_or(m.line),
                         format!("messages[{mi}].parts[{k}].reason"),
@@ -213,7 +200,7 @@ fn steps(path: &Path, mi: usize, m: &Message) -> Result<(), TrajectoryError> {
     }
     if let (Some(r), Some(f)) = (last_reason, str_of(&m.info, "finish")) {
         if r != f {
-            return Err(err(
+            return Err(TrajectoryError::new(
                 path,
                 m.line,
                 format!("messages[{mi}].info.finish"),
@@ -222,4 +209,59 @@ fn steps(path: &Path, mi: usize, m: &Message) -> Result<(), TrajectoryError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::adapters::opencode::parse::parse_bytes;
+    use serde_json::Value;
+    use std::path::Path;
+
+    fn parse(p: &Path, v: &Value) -> Result<(), String> {
+        let text = serde_json::to_string_pretty(v).unwrap();
+        parse_bytes(p, text.as_bytes())
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_genuine_export_passes_and_damage_names_the_field() {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/opencode/recorded/tools/export.json");
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        parse(&p, &v).unwrap();
+        let mut parts = v.clone();
+        parts["messages"][1]["parts"]
+            .as_array_mut()
+            .unwrap()
+            .swap(1, 2);
+        assert!(parse(&p, &parts)
+            .unwrap_err()
+            .contains("messages[1].parts[2].id"));
+        let mut messages = v.clone();
+        messages["messages"].as_array_mut().unwrap().swap(1, 2);
+        assert!(parse(&p, &messages)
+            .unwrap_err()
+            .contains("messages[2].info.id"));
+        let mut orphan = v.clone();
+        orphan["messages"].as_array_mut().unwrap().remove(0);
+        assert!(parse(&p, &orphan).unwrap_err().contains("parentID"));
+        let tool = v["messages"][1]["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|p| p["type"] == "tool")
+            .unwrap();
+        let mut args = v.clone();
+        args["messages"][1]["parts"][tool]["state"]["input"]["command"] = 12345.into();
+        let e = parse(&p, &args).unwrap_err();
+        assert!(
+            e.contains("state.input") && e.contains("Expected string"),
+            "{e}"
+        );
+        let mut reason = v.clone();
+        let parts_of = reason["messages"][1]["parts"].as_array_mut().unwrap();
+        parts_of.retain(|p| p["type"] != "tool");
+        assert!(parse(&p, &reason).unwrap_err().contains("reason"));
+    }
 }

@@ -225,3 +225,53 @@ fn responses(base_state: &Value, events: &[Value]) -> Result<(), (usize, String)
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::adapters::openhands::{parse::parse_bytes, store};
+    use serde_json::Value;
+    use std::path::Path;
+
+    fn parse(p: &Path, lines: &[Value]) -> Result<(), String> {
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        parse_bytes(p, text.as_bytes())
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_genuine_conversation_passes_and_damage_names_the_field() {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/openhands/recorded/mixed/native-final");
+        let bytes = store::read(&p).unwrap();
+        let lines: Vec<Value> = String::from_utf8(bytes)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        parse(&p, &lines).unwrap();
+        let action = lines
+            .iter()
+            .position(|e| e["kind"] == "ActionEvent")
+            .unwrap();
+        let mut dropped = lines.clone();
+        dropped.remove(action);
+        assert!(parse(&p, &dropped).unwrap_err().contains("event.parent_id"));
+        let mut args = lines.clone();
+        args[action]["action"]["command"] = "ls".into();
+        assert!(parse(&p, &args).unwrap_err().contains("event.action"));
+        let result = lines
+            .iter()
+            .position(|e| e["kind"] == "ObservationEvent")
+            .unwrap();
+        let mut tool = lines.clone();
+        tool[result]["tool_name"] = "file_editor".into();
+        assert!(parse(&p, &tool).unwrap_err().contains("event.tool_name"));
+        let mut stats = lines.clone();
+        stats[0]["stats"]["usage_to_metrics"]["agent"]["response_latencies"]
+            .as_array_mut()
+            .unwrap()
+            .remove(0);
+        assert!(parse(&p, &stats).unwrap_err().contains("llm_response_id"));
+    }
+}

@@ -130,18 +130,7 @@ pub fn transform(messages: &[Value], model: &Model) -> Vec<Value> {
                 if matches!(str_of(&m, "stopReason"), Some("error" | "aborted")) {
                     continue;
                 }
-                let calls: Vec<(String, String)> = m["content"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter(|b| str_of(b, "type") == Some("toolCall"))
-                    .map(|b| {
-                        (
-                            str_of(b, "id").unwrap_or("").to_string(),
-                            str_of(b, "name").unwrap_or("").to_string(),
-                        )
-                    })
-                    .collect();
+                let calls = super::session::calls_of(&m);
                 if !calls.is_empty() {
                     pending = calls;
                     answered.clear();

@@ -27,15 +27,6 @@ use serde_json::Value;
 use super::session::Entry;
 use crate::error::TrajectoryError;
 
-fn err(
-    path: &Path,
-    line: usize,
-    field: impl Into<String>,
-    msg: impl Into<String>,
-) -> TrajectoryError {
-    TrajectoryError::new(path, line, field, msg)
-}
-
 fn str_of<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
     v.get(k).and_then(Value::as_str)
 }
@@ -64,7 +55,7 @@ fn need_str(
 ) -> Result<(), TrajectoryError> {
     match v.get(k) {
         Some(Value::String(_)) => Ok(()),
-        _ => Err(err(
+        _ => Err(TrajectoryError::new(
             path,
             line,
             format!("{field}.{k}"),
@@ -83,7 +74,7 @@ fn check_blocks(
     kinds: &[&str],
 ) -> Result<(), TrajectoryError> {
     let blocks = content.as_array().ok_or_else(|| {
-        err(
+        TrajectoryError::new(
             path,
             line,
             format!("{field}.content"),
@@ -93,7 +84,7 @@ fn check_blocks(
     for (i, b) in blocks.iter().enumerate() {
         let f = format!("{field}.content[{i}]");
         let ty = str_of(b, "type").ok_or_else(|| {
-            err(
+            TrajectoryError::new(
                 path,
                 line,
                 format!("{f}.type"),
@@ -101,7 +92,7 @@ fn check_blocks(
             )
         })?;
         if !kinds.contains(&ty) {
-            return Err(err(
+            return Err(TrajectoryError::new(
                 path,
                 line,
                 format!("{f}.type"),
@@ -122,7 +113,7 @@ fn check_blocks(
                 need_str(path, line, b, &f, "id")?;
                 need_str(path, line, b, &f, "name")?;
                 if !b.get("arguments").is_some_and(Value::is_object) {
-                    return Err(err(
+                    return Err(TrajectoryError::new(
                         path,
                         line,
                         format!("{f}.arguments"),
@@ -144,7 +135,7 @@ pub fn check_message(
     m: &Value,
 ) -> Result<(), TrajectoryError> {
     let role = str_of(m, "role").ok_or_else(|| {
-        err(
+        TrajectoryError::new(
             path,
             line,
             format!("{field}.role"),
@@ -152,7 +143,7 @@ pub fn check_message(
         )
     })?;
     if !ROLES.contains(&role) {
-        return Err(err(
+        return Err(TrajectoryError::new(
             path,
             line,
             format!("{field}.role"),
@@ -174,7 +165,7 @@ pub fn check_message(
             match str_of(m, "stopReason") {
                 Some(s) if STOP_REASONS.contains(&s) => {}
                 _ => {
-                    return Err(err(
+                    return Err(TrajectoryError::new(
                         path,
                         line,
                         format!("{field}.stopReason"),
@@ -194,7 +185,7 @@ pub fn check_message(
                 &["text", "image"],
             )?;
             if !m.get("isError").is_some_and(Value::is_boolean) {
-                return Err(err(
+                return Err(TrajectoryError::new(
                     path,
                     line,
                     format!("{field}.isError"),
@@ -206,7 +197,7 @@ pub fn check_message(
             Some(Value::String(_)) => {}
             Some(c @ Value::Array(_)) => check_blocks(path, line, field, c, &["text", "image"])?,
             _ => {
-                return Err(err(
+                return Err(TrajectoryError::new(
                     path,
                     line,
                     format!("{field}.content"),
@@ -229,8 +220,7 @@ pub fn check_context(
 ) -> Result<(), TrajectoryError> {
     if let (Some(first), Some(root)) = (entries.first(), root) {
         if first.id() != root {
-            return Err(err(
-                path,
+            return Err(TrajectoryError::new(path,
                 first.line,
                 "parentId",
                 "the context does not reach the session's first entry (a parentId is missing or damaged)",
@@ -255,7 +245,7 @@ pub fn check_context(
         if role == "toolResult" {
             let id = str_of(m, "toolCallId").unwrap_or("");
             let Some((want, tool)) = waiting.first() else {
-                return Err(err(
+                return Err(TrajectoryError::new(
                     path,
                     e.line,
                     "message.toolCallId",
@@ -263,15 +253,14 @@ pub fn check_context(
                 ));
             };
             if want != id {
-                return Err(err(
-                    path,
+                return Err(TrajectoryError::new(path,
                     e.line,
                     "message.toolCallId",
                     format!("the result of call {id} where the result of call {want} (line {waiting_from}) comes next"),
                 ));
             }
             if str_of(m, "toolName") != Some(tool.as_str()) {
-                return Err(err(
+                return Err(TrajectoryError::new(
                     path,
                     e.line,
                     "message.toolName",
@@ -291,8 +280,7 @@ pub fn check_context(
         let name = str_of(m, "model").unwrap_or("").to_string();
         if let Some((p, id)) = &model {
             if (p, id) != (&provider, &name) {
-                return Err(err(
-                    path,
+                return Err(TrajectoryError::new(path,
                     e.line,
                     "message.model",
                     format!("the message names model {provider}/{name}; the session's model is {p}/{id}"),
@@ -302,7 +290,7 @@ pub fn check_context(
         let api = str_of(m, "api").unwrap_or("").to_string();
         if let Some(a) = apis.insert((provider.clone(), name.clone()), api.clone()) {
             if a != api {
-                return Err(err(
+                return Err(TrajectoryError::new(
                     path,
                     e.line,
                     "message.api",
@@ -310,21 +298,10 @@ pub fn check_context(
                 ));
             }
         }
-        let calls: Vec<(String, String)> = m["content"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|b| str_of(b, "type") == Some("toolCall"))
-            .map(|b| {
-                (
-                    str_of(b, "id").unwrap_or("").to_string(),
-                    str_of(b, "name").unwrap_or("").to_string(),
-                )
-            })
-            .collect();
+        let calls = super::session::calls_of(m);
         let stop = str_of(m, "stopReason").unwrap_or("");
         if (stop == "toolUse") == calls.is_empty() && !matches!(stop, "error" | "aborted") {
-            return Err(err(
+            return Err(TrajectoryError::new(
                 path,
                 e.line,
                 "message.stopReason",
@@ -338,4 +315,72 @@ pub fn check_context(
         waiting_from = e.line;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::adapters::pi::parse::parse_bytes;
+    use serde_json::Value;
+    use std::path::Path;
+
+    fn session() -> (std::path::PathBuf, Vec<Value>) {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/pi/recorded/tools/session.jsonl");
+        let text = std::fs::read_to_string(&p).unwrap();
+        (
+            p,
+            text.lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect(),
+        )
+    }
+
+    fn parse(p: &Path, lines: &[Value]) -> Result<(), String> {
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        parse_bytes(p, text.as_bytes())
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_genuine_session_passes_and_damage_names_the_field() {
+        let (p, lines) = session();
+        parse(&p, &lines).unwrap();
+        let result = lines
+            .iter()
+            .position(|l| l["message"]["role"] == "toolResult")
+            .unwrap();
+        let mut wrong_tool = lines.clone();
+        wrong_tool[result]["message"]["toolName"] = "write".into();
+        assert!(parse(&p, &wrong_tool)
+            .unwrap_err()
+            .contains("message.toolName"));
+        // Lines in another order are the same context (Pi follows parentId); results in
+        // another order are not.
+        let mut moved = lines.clone();
+        moved.swap(result, result + 1);
+        parse(&p, &moved).unwrap();
+        let mut swapped = lines.clone();
+        let m = swapped[result]["message"].take();
+        swapped[result]["message"] = swapped[result + 1]["message"].take();
+        swapped[result + 1]["message"] = m;
+        assert!(parse(&p, &swapped)
+            .unwrap_err()
+            .contains("message.toolCallId"));
+        let reply = lines
+            .iter()
+            .position(|l| l["message"]["role"] == "assistant")
+            .unwrap();
+        let mut other_model = lines.clone();
+        other_model[reply]["message"]["model"] = "claude-opus-4".into();
+        assert!(parse(&p, &other_model)
+            .unwrap_err()
+            .contains("message.model"));
+        let mut stop = lines.clone();
+        stop[reply]["message"]["stopReason"] = "stop".into();
+        assert!(parse(&p, &stop).unwrap_err().contains("message.stopReason"));
+        let mut block = lines.clone();
+        block[reply]["message"]["content"][0]["type"] = "thinkng".into();
+        assert!(parse(&p, &block).unwrap_err().contains("content[0].type"));
+    }
 }

@@ -100,3 +100,15 @@ impl Session {
         })
     }
 }
+
+/// The tool calls of an assistant message: `(id, tool)` of each `toolCall` block, in order.
+pub fn calls_of(message: &Value) -> Vec<(String, String)> {
+    let text = |b: &Value, k: &str| b.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    message["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|b| b.get("type").and_then(Value::as_str) == Some("toolCall"))
+        .map(|b| (text(b, "id"), text(b, "name")))
+        .collect()
+}
