@@ -334,7 +334,8 @@ fn mutate_value(v: &mut Value, k: usize, rng: &mut rand::rngs::StdRng) -> Option
 /// format) is one the native format gives no way to see: written once, repeated by no other
 /// record, hashed nowhere.
 /// - Codex 0.149: the base instructions, the developer and environment-context messages,
-///   item ids, statuses and encrypted reasoning, the text of an `apply_patch` input.
+///   item ids, statuses and encrypted reasoning, the text of an `apply_patch` input, the
+///   arguments of an `update_plan` call (no event repeats a plan).
 /// - Claude Code 2.1.332 hashes every message it sends and its system prompt and tools:
 ///   nothing.
 /// - Pi 0.83: the content of user and assistant messages (texts, thinking, a call's
@@ -366,7 +367,10 @@ fn unverifiable(agent: &str, line: &Value, damaged: &Value, path: &str) -> bool 
                                 || p["content"][0]["text"]
                                     .as_str()
                                     .is_some_and(|t| t.starts_with('<'))))
-                        || (p["type"] == "custom_tool_call" && under("/payload/input"))))
+                        || (p["type"] == "custom_tool_call" && under("/payload/input"))
+                        || (p["type"] == "function_call"
+                            && p["name"] == "update_plan"
+                            && under("/payload/arguments"))))
         }
         "pi-agent" => {
             let role = &line["message"]["role"];

@@ -128,7 +128,24 @@ fn shape(item: &Value) -> Result<(), (&'static str, String)> {
             }
             ("payload.content", item.get("content"))
         }
-        "reasoning" => ("payload.summary", item.get("summary")),
+        "reasoning" => {
+            // The raw reasoning, when the provider returns it: `null` or parts like the
+            // summary's.
+            match item.get("content") {
+                None | Some(Value::Null) => {}
+                Some(Value::Array(a)) if a.iter().all(|p| {
+                    p.get("type").is_some_and(Value::is_string)
+                        && p.get("text").is_none_or(Value::is_string)
+                }) => {}
+                Some(_) => {
+                    return Err((
+                        "payload.content",
+                        "a `reasoning` item's content is null or an array of parts with a string `type` and `text`".into(),
+                    ))
+                }
+            }
+            ("payload.summary", item.get("summary"))
+        }
         _ => return Ok(()),
     };
     let (field, Some(Value::Array(a))) = list else {
