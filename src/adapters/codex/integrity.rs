@@ -13,7 +13,8 @@
 //! A file without ordinals or `item_completed` events (earlier Codex versions) is not checked
 //! for what it does not write. What no record repeats and nothing hashes cannot be checked:
 //! the base instructions (`session_meta`), the developer and environment-context messages,
-//! item ids, statuses and encrypted reasoning, and the text of an `apply_patch` input.
+//! item ids, statuses and encrypted reasoning, the text of an `apply_patch` input, and the
+//! arguments of an `update_plan` call.
 
 use crate::error::TrajectoryError;
 use serde_json::Value;
