@@ -222,10 +222,7 @@ fn text_actions(cx: &Ctx, doc: &Value, messages: &[Value]) -> Result<(), Traject
         return Ok(());
     };
     // A pattern Rust's regex cannot read is left unchecked (Python's `re` is wider).
-    let Ok(re) = regex::RegexBuilder::new(pat)
-        .dot_matches_new_line(true)
-        .build()
-    else {
+    let Ok(re) = super::parse::dotall(pat) else {
         return Ok(());
     };
     for (i, m) in messages.iter().enumerate() {

@@ -317,10 +317,11 @@ fn is_format_error(m: &Value) -> bool {
 /// The model turns of `messages` (what mini counts as `api_calls`): replies, and 2.x format
 /// errors (mini keeps the error, not the reply).
 pub fn model_turns(messages: &[Value]) -> usize {
-    messages
-        .iter()
-        .filter(|m| m["role"] == "assistant" || (m["role"] == "user" && is_format_error(m)))
-        .count()
+    messages.iter().filter(|m| is_model_turn(m)).count()
+}
+
+fn is_model_turn(m: &Value) -> bool {
+    m["role"] == "assistant" || (m["role"] == "user" && is_format_error(m))
 }
 
 type Walk = (Vec<Batch>, Vec<Site>, usize);
@@ -330,15 +331,13 @@ fn walk_v2(cx: &Ctx, messages: &[Value]) -> Result<Walk, TrajectoryError> {
     let mut i = 0;
     while i < messages.len() {
         let m = &messages[i];
-        let role = m["role"].as_str().unwrap_or("");
-        if role == "user" && is_format_error(m) {
+        if is_model_turn(m) {
             turns += 1;
         }
-        if role != "assistant" {
+        if m["role"] != "assistant" {
             i += 1;
             continue;
         }
-        turns += 1;
         let actions = m.pointer("/extra/actions").and_then(Value::as_array);
         let calls_v = match m.get("tool_calls") {
             Some(Value::Array(a)) if !a.is_empty() => a,
@@ -531,21 +530,25 @@ fn text_batch(
     Ok((batch, site, j.max(i + 1)))
 }
 
-/// The configured 1.x action regex (Python `re`, DOTALL) in Rust syntax.
+/// A Python `re` pattern as mini compiles its action regexes (DOTALL), in Rust syntax.
+pub(super) fn dotall(pat: &str) -> Result<regex::Regex, regex::Error> {
+    regex::RegexBuilder::new(pat)
+        .dot_matches_new_line(true)
+        .build()
+}
+
+/// The configured 1.x action regex.
 fn action_regex(cx: &Ctx, doc: &Value) -> Result<regex::Regex, TrajectoryError> {
     let pat = match doc.pointer("/info/config/agent/action_regex") {
         None | Some(Value::Null) => r"```bash\s*\n(.*?)\n```",
         Some(v) => cx.str_at(v, "info.config.agent.action_regex")?,
     };
-    regex::RegexBuilder::new(pat)
-        .dot_matches_new_line(true)
-        .build()
-        .map_err(|e| {
-            cx.err(
-                "info.config.agent.action_regex",
-                format!("cannot be used: {e}"),
-            )
-        })
+    dotall(pat).map_err(|e| {
+        cx.err(
+            "info.config.agent.action_regex",
+            format!("cannot be used: {e}"),
+        )
+    })
 }
 
 fn walk_v1(

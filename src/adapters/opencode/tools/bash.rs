@@ -58,7 +58,7 @@ fn preview(s: &str) -> String {
     )
 }
 
-fn timeout_of(input: &Value) -> Result<u64, Produced> {
+pub(super) fn timeout_of(input: &Value) -> Result<u64, Produced> {
     match input.get("timeout") {
         None | Some(Value::Null) => Ok(DEFAULT_TIMEOUT_MS),
         Some(Value::Number(n)) => {

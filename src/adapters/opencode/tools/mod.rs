@@ -197,43 +197,49 @@ fn opt_string<'a>(tool: &str, input: &'a Value, key: &str) -> Result<Option<&'a 
 }
 
 /// The schema error OpenCode gives for `input` of a replayable tool (its required and typed
-/// parameters, as each tool reads them), or `None` when the arguments fit. A call OpenCode
-/// stored as `completed` passed its schema.
+/// parameters), or `None` when the arguments fit. A call OpenCode stored as `completed`
+/// passed its schema (the integrity check); a replayed call is checked here before its tool
+/// runs, so the parse and the execution refuse the same arguments.
 pub fn schema_error(tool: &str, input: &Value) -> Option<String> {
-    let check = || -> Result<(), Produced> {
-        match tool {
-            "bash" => {
-                string_param(tool, input, "command")?;
-            }
-            "read" => {
-                string_param(tool, input, "filePath")?;
-            }
-            "write" => {
-                string_param(tool, input, "filePath")?;
-                string_param(tool, input, "content")?;
-            }
-            "edit" => {
-                for k in ["filePath", "oldString", "newString"] {
-                    string_param(tool, input, k)?;
-                }
-            }
-            "glob" => {
-                string_param(tool, input, "pattern")?;
-                opt_string(tool, input, "path")?;
-            }
-            "grep" => {
-                string_param(tool, input, "pattern")?;
-                opt_string(tool, input, "path")?;
-                opt_string(tool, input, "include")?;
-            }
-            "todowrite" if !input.get("todos").is_some_and(Value::is_array) => {
-                return Err(todowrite(input));
-            }
-            _ => {}
+    check_schema(tool, input).err().map(|p| p.output)
+}
+
+/// [`schema_error`] as the tool result the model sees.
+fn check_schema(tool: &str, input: &Value) -> Result<(), Produced> {
+    match tool {
+        "bash" => {
+            string_param(tool, input, "command")?;
+            bash::timeout_of(input)?;
         }
-        Ok(())
-    };
-    check().err().map(|p| p.output)
+        "read" => {
+            string_param(tool, input, "filePath")?;
+            read::usize_param(input, "offset")?;
+            read::usize_param(input, "limit")?;
+        }
+        "write" => {
+            string_param(tool, input, "filePath")?;
+            string_param(tool, input, "content")?;
+        }
+        "edit" => {
+            for k in ["filePath", "oldString", "newString"] {
+                string_param(tool, input, k)?;
+            }
+        }
+        "glob" => {
+            string_param(tool, input, "pattern")?;
+            opt_string(tool, input, "path")?;
+        }
+        "grep" => {
+            string_param(tool, input, "pattern")?;
+            opt_string(tool, input, "path")?;
+            opt_string(tool, input, "include")?;
+        }
+        "todowrite" if !input.get("todos").is_some_and(Value::is_array) => {
+            return Err(todowrite(input));
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// The error of `Tool.define` for arguments its schema rejects.
@@ -298,39 +304,42 @@ impl crate::kit::ToolRunner for Runner {
         let (env, ctx) = (&self.env, &self.ctx);
         let started = std::time::Instant::now();
         let input = &call.input;
-        let (produced, exit, touched) = match call.tool.as_str() {
-            "bash" => bash::run(env, ctx, &call.call_id, input)?,
-            "read" => (
-                read::run(env, ctx, input, &mut self.instructions)?,
-                None,
-                vec![],
-            ),
-            "write" => write::run(env, ctx, input)?,
-            "edit" => edit::run(env, ctx, input)?,
-            "glob" => (search::glob(env, ctx, input)?, None, vec![]),
-            "grep" => (search::grep(env, ctx, input)?, None, vec![]),
-            "todowrite" => (todowrite(input), None, vec![]),
-            "invalid" => (
-                Produced::ok(
-                    format!(
-                        "The arguments provided to the tool are invalid: {}",
-                        input
-                            .get("error")
-                            .and_then(Value::as_str)
-                            .unwrap_or("undefined")
-                    ),
-                    "Invalid Tool",
-                    json!({}),
+        let (produced, exit, touched) = match check_schema(&call.tool, input) {
+            Err(refused) => (refused, None, vec![]),
+            Ok(()) => match call.tool.as_str() {
+                "bash" => bash::run(env, ctx, &call.call_id, input)?,
+                "read" => (
+                    read::run(env, ctx, input, &mut self.instructions)?,
+                    None,
+                    vec![],
                 ),
-                None,
-                vec![],
-            ),
-            other => {
-                return Err(ExecError::Unsupported {
-                    tool: other.to_string(),
-                    reason: "OpenCode's tool cannot be re-executed".into(),
-                })
-            }
+                "write" => write::run(env, ctx, input)?,
+                "edit" => edit::run(env, ctx, input)?,
+                "glob" => (search::glob(env, ctx, input)?, None, vec![]),
+                "grep" => (search::grep(env, ctx, input)?, None, vec![]),
+                "todowrite" => (todowrite(input), None, vec![]),
+                "invalid" => (
+                    Produced::ok(
+                        format!(
+                            "The arguments provided to the tool are invalid: {}",
+                            input
+                                .get("error")
+                                .and_then(Value::as_str)
+                                .unwrap_or("undefined")
+                        ),
+                        "Invalid Tool",
+                        json!({}),
+                    ),
+                    None,
+                    vec![],
+                ),
+                other => {
+                    return Err(ExecError::Unsupported {
+                        tool: other.to_string(),
+                        reason: "OpenCode's tool cannot be re-executed".into(),
+                    })
+                }
+            },
         };
         // `Tool.define`: a result without `metadata.truncated` goes through the generic cut.
         let produced = if produced.error || produced.metadata.get("truncated").is_some() {
@@ -463,5 +472,23 @@ mod tests {
         assert_ne!(mask_dynamic(&call, a), mask_dynamic(&call, &c));
         let noted = format!("{a}\n(Results are truncated: showing first 100 results. Consider using a more specific path or pattern.)");
         assert!(mask_dynamic(&call, &noted).ends_with("pattern.)"));
+    }
+
+    #[test]
+    fn the_schema_check_refuses_what_the_tools_refuse() {
+        assert_eq!(
+            schema_error("read", &json!({"filePath": "a", "offset": 3})),
+            None
+        );
+        let offset = schema_error("read", &json!({"filePath": "a", "offset": "x"})).unwrap();
+        assert!(offset.starts_with("The read tool was called with invalid arguments"));
+        assert!(schema_error("bash", &json!({"command": "ls", "timeout": "x"})).is_some());
+        assert!(
+            schema_error("edit", &json!({"filePath": "a", "oldString": "b"}))
+                .unwrap()
+                .contains("newString")
+        );
+        assert!(schema_error("todowrite", &json!({"todos": {}})).is_some());
+        assert_eq!(schema_error("webfetch", &json!(5)), None);
     }
 }

@@ -34,7 +34,7 @@ fn io(source: std::io::Error) -> ExecError {
     }
 }
 
-fn usize_param(input: &Value, key: &str) -> Result<Option<usize>, Produced> {
+pub(super) fn usize_param(input: &Value, key: &str) -> Result<Option<usize>, Produced> {
     match input.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Number(n)) => match n.as_f64() {
