@@ -28,40 +28,75 @@ pub struct Crosscheck {
     last_ordinal: Option<u64>,
     numbered: Option<bool>,
     /// `(turn id, text)` of each `UserMessage`, with its line.
-    user_events: Vec<(String, String, usize)>,
+    user_events: Vec<(String, Digest, usize)>,
     /// `(turn id, text)` of each user message item.
-    user_items: HashMap<(String, String), usize>,
+    user_items: HashMap<(String, Digest), usize>,
     /// Texts by id: `AgentMessage` and `Reasoning` events, assistant messages and reasoning
     /// items.
-    said_events: Vec<(String, String, usize, &'static str)>,
-    said_items: HashMap<String, String>,
+    said_events: Vec<(String, Digest, usize, &'static str)>,
+    said_items: HashMap<String, Digest>,
     /// `CommandExecution` commands by call id; `exec_command` calls' `cmd` by call id.
-    command_events: Vec<(String, String, usize)>,
-    command_calls: HashMap<String, (String, usize)>,
+    command_events: Vec<(String, Digest, usize)>,
+    command_calls: HashMap<String, (Digest, usize)>,
 }
 
 fn err(path: &Path, line: usize, field: &str, message: String) -> TrajectoryError {
     TrajectoryError::new(path, line, field, message)
 }
 
-/// The parts of a content list as `type␁text`, joined by NUL, with the event's part type
-/// `from` written as the response item's `to` (`Text` → `output_text`).
-fn parts(content: Option<&Value>, rename: Option<(&str, &str)>) -> String {
+/// A digest of model-visible text: what the cross-check keeps per item instead of the text,
+/// so its memory does not grow with what the model said.
+type Digest = [u8; 32];
+
+/// Digests a list of parts, each a `type` and a `text` (either may be missing); `None` for a
+/// missing list. Lengths are hashed with the bytes, so no two lists share a digest by their
+/// separators.
+#[derive(Default)]
+struct PartsDigest(blake3::Hasher);
+
+impl PartsDigest {
+    fn field(&mut self, v: Option<&str>) {
+        match v {
+            None => {
+                self.0.update(&[0]);
+            }
+            Some(s) => {
+                self.0.update(&[1]);
+                self.0.update(&(s.len() as u64).to_le_bytes());
+                self.0.update(s.as_bytes());
+            }
+        }
+    }
+    fn part(&mut self, ty: Option<&str>, text: Option<&str>) {
+        self.field(ty);
+        self.field(text);
+    }
+    fn missing() -> Digest {
+        *blake3::hash(b"no list").as_bytes()
+    }
+    fn finish(self) -> Digest {
+        *self.0.finalize().as_bytes()
+    }
+}
+
+/// The digest of a content list's parts, with the event's part type `from` read as the
+/// response item's `to` (`Text` → `output_text`).
+fn parts(content: Option<&Value>, rename: Option<(&str, &str)>) -> Digest {
     let Some(a) = content.and_then(Value::as_array) else {
-        return "\u{2}".into();
+        return PartsDigest::missing();
     };
-    a.iter()
-        .map(|p| {
-            let ty = p.get("type").and_then(Value::as_str).unwrap_or("\u{2}");
-            let ty = match rename {
+    let mut d = PartsDigest::default();
+    for p in a {
+        let ty = p
+            .get("type")
+            .and_then(Value::as_str)
+            .map(|ty| match rename {
                 Some((from, to)) if ty == from => to,
                 _ => ty,
-            };
-            let text = p.get("text").and_then(Value::as_str).unwrap_or("\u{2}");
-            format!("{ty}\u{1}{text}")
-        })
-        .collect::<Vec<_>>()
-        .join("\0")
+            });
+        d.part(ty, p.get("text").and_then(Value::as_str));
+    }
+    d.finish()
 }
 
 /// The shape every model-visible response item must have (Codex reads them into typed
@@ -231,16 +266,16 @@ impl Crosscheck {
                 "AgentMessage",
             )),
             Some("Reasoning") => {
-                let summary = item
-                    .get("summary_text")
-                    .and_then(Value::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .map(|t| format!("summary_text\u{1}{}", t.as_str().unwrap_or("\u{2}")))
-                            .collect::<Vec<_>>()
-                            .join("\0")
-                    })
-                    .unwrap_or_else(|| "\u{2}".into());
+                let summary = match item.get("summary_text").and_then(Value::as_array) {
+                    Some(a) => {
+                        let mut d = PartsDigest::default();
+                        for t in a {
+                            d.part(Some("summary_text"), t.as_str());
+                        }
+                        d.finish()
+                    }
+                    None => PartsDigest::missing(),
+                };
                 self.said_events.push((id, summary, line, "Reasoning"))
             }
             Some("CommandExecution") => {
@@ -250,7 +285,8 @@ impl Crosscheck {
                     .filter(|a| a.len() == 3)
                     .and_then(|a| a[2].as_str())
                 {
-                    self.command_events.push((id, cmd.to_string(), line))
+                    self.command_events
+                        .push((id, *blake3::hash(cmd.as_bytes()).as_bytes(), line))
                 }
             }
             _ => {}
@@ -292,7 +328,11 @@ impl Crosscheck {
                     .get("arguments")
                     .and_then(Value::as_str)
                     .and_then(|a| serde_json::from_str::<Value>(a).ok())
-                    .and_then(|a| a.get("cmd").and_then(Value::as_str).map(String::from));
+                    .and_then(|a| {
+                        a.get("cmd")
+                            .and_then(Value::as_str)
+                            .map(|c| *blake3::hash(c.as_bytes()).as_bytes())
+                    });
                 if let (Some(call), Some(cmd)) = (item.get("call_id").and_then(Value::as_str), cmd)
                 {
                     self.command_calls.insert(call.to_string(), (cmd, line));
@@ -306,7 +346,7 @@ impl Crosscheck {
     /// Check what was gathered.
     pub fn finish(&self, path: &Path) -> Result<(), TrajectoryError> {
         for (turn, text, line) in &self.user_events {
-            if !self.user_items.contains_key(&(turn.clone(), text.clone())) {
+            if !self.user_items.contains_key(&(turn.clone(), *text)) {
                 return Err(err(
                     path,
                     *line,

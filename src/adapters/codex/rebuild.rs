@@ -112,7 +112,7 @@ impl Out {
             }
             let k = buf.len().min(len as usize);
             let chunk = &buf[..k];
-            self.records += chunk.iter().filter(|&&b| b == b'\n').count() as u64;
+            self.records += memchr::memchr_iter(b'\n', chunk).count() as u64;
             use std::io::Write;
             self.file.write_all(chunk).map_err(io(&self.path))?;
             self.hash.update(chunk);
