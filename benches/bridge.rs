@@ -22,6 +22,10 @@ use pvisor::protocol::Protocol;
 use pvisor::scripted::{start, Script, ServerOptions};
 use serde_json::{json, Value};
 
+// The allocator of the `pvisor` binary (src/main.rs), so the bench measures what users run.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 type HttpClient = Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>;
 
 fn script() -> Script {

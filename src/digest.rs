@@ -22,67 +22,101 @@ pub fn sha256(bytes: &[u8]) -> String {
 
 /// Canonical JSON text of `v`.
 pub fn canonical_json(v: &Value) -> String {
-    let mut out = String::new();
-    write_canonical(v, &mut out);
-    out
+    let mut out = Vec::new();
+    write_canonical(v, &mut out).expect("writing to memory cannot fail");
+    String::from_utf8(out).expect("JSON text of a Value is UTF-8")
 }
 
-fn write_canonical(v: &Value, out: &mut String) {
+/// Writes the canonical JSON of `v` to `out` as it goes (no intermediate text: a digest
+/// streams it into the hasher).
+fn write_canonical<W: std::io::Write>(v: &Value, out: &mut W) -> std::io::Result<()> {
     match v {
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
             keys.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
-            out.push('{');
+            out.write_all(b"{")?;
             for (i, k) in keys.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.write_all(b",")?;
                 }
-                write_string(k, out);
-                out.push(':');
-                write_canonical(&map[k.as_str()], out);
+                // serde_json escapes exactly like JSON.stringify: \" \\ \b \f \n \r \t,
+                // other control characters as \u00xx, everything else verbatim.
+                serde_json::to_writer(&mut *out, k)?;
+                out.write_all(b":")?;
+                write_canonical(&map[k.as_str()], out)?;
             }
-            out.push('}');
+            out.write_all(b"}")
         }
         Value::Array(items) => {
-            out.push('[');
+            out.write_all(b"[")?;
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.write_all(b",")?;
                 }
-                write_canonical(item, out);
+                write_canonical(item, out)?;
             }
-            out.push(']');
+            out.write_all(b"]")
         }
-        Value::String(s) => write_string(s, out),
-        other => out.push_str(&other.to_string()),
+        scalar => Ok(serde_json::to_writer(&mut *out, scalar)?),
     }
 }
 
-fn write_string(s: &str, out: &mut String) {
-    // serde_json escapes exactly like JSON.stringify: \" \\ \b \f \n \r \t, other control
-    // characters as \u00xx, everything else verbatim.
-    out.push_str(&serde_json::to_string(s).expect("strings always serialize"));
-}
-
-/// `blake3:<hex>` of the canonical JSON of a value.
+/// `blake3:<hex>` of the canonical JSON of a value, hashed as it is written.
 pub fn json_digest(v: &Value) -> String {
-    blake3(canonical_json(v).as_bytes())
+    let mut hasher = blake3::Hasher::new();
+    {
+        // Buffered: the hasher is fastest on large updates, the writer makes many small ones.
+        let mut out = std::io::BufWriter::with_capacity(16 * 1024, &mut hasher);
+        write_canonical(v, &mut out).expect("hashing cannot fail");
+        std::io::Write::flush(&mut out).expect("hashing cannot fail");
+    }
+    format!("blake3:{}", hasher.finalize().to_hex())
 }
 
-/// `blake3:<hex>` of one (already canonical) conversation item.
+/// `blake3:<hex>` of one conversation message (its canonical JSON).
 pub fn message_digest(m: &Value) -> String {
     json_digest(m)
 }
 
-/// `blake3:<hex>` of a conversation prefix (a list of canonical items).
+/// `blake3:<hex>` of a conversation prefix (a list of canonical items): the digest of the
+/// list's canonical JSON, written item by item without copying the list.
 pub fn prefix_digest(messages: &[Value]) -> String {
-    blake3(canonical_json(&Value::Array(messages.to_vec())).as_bytes())
+    let mut hasher = blake3::Hasher::new();
+    {
+        let mut out = std::io::BufWriter::with_capacity(16 * 1024, &mut hasher);
+        let mut write = || -> std::io::Result<()> {
+            use std::io::Write;
+            out.write_all(b"[")?;
+            for (i, m) in messages.iter().enumerate() {
+                if i > 0 {
+                    out.write_all(b",")?;
+                }
+                write_canonical(m, &mut out)?;
+            }
+            out.write_all(b"]")?;
+            out.flush()
+        };
+        write().expect("hashing cannot fail");
+    }
+    format!("blake3:{}", hasher.finalize().to_hex())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn streamed_digests_equal_the_digest_of_the_canonical_text() {
+        let v = json!({"b": [1.5, -0.0, 1e300, "q\"\u{1}é"], "a": {"z": null, "y": true}});
+        assert_eq!(json_digest(&v), blake3(canonical_json(&v).as_bytes()));
+        let list = vec![v.clone(), json!("x"), json!([])];
+        assert_eq!(
+            prefix_digest(&list),
+            blake3(canonical_json(&Value::Array(list.clone())).as_bytes())
+        );
+        assert_eq!(prefix_digest(&[]), blake3(b"[]"));
+    }
 
     #[test]
     fn sorted_compact() {
