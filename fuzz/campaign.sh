@@ -2,7 +2,8 @@
 # A long campaign of the fuzz targets, one after the other on one core, each for RUNS
 # executions (default 10,000,000), from the seeded corpora (fuzz/seed.sh). Prints one line per
 # target: executions, seconds, exec/s, coverage (edges), features, corpus, peak RSS, findings.
-#   fuzz/seed.sh && (cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz build -O) && fuzz/campaign.sh [TARGET…]
+#   fuzz/seed.sh && (cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz build -O -a -s none) && fuzz/campaign.sh [TARGET…]
+# (-a: debug assertions and overflow checks; -s none: no AddressSanitizer, see docs/fuzzing.md)
 # RUNS=N, MAX_LEN=N (default 65536) override. Findings land in fuzz/artifacts/<target>/.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

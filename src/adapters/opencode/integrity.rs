@@ -153,6 +153,11 @@ fn parts(path: &Path, mi: usize, m: &Message, sid: &str) -> Result<(), Trajector
                 format!("unknown part type `{ty}`"),
             ));
         }
+        if ty == "tool" {
+            tool_state(p).map_err(|(f, m)| {
+                TrajectoryError::new(path, line, format!("{field}.state{f}"), m)
+            })?;
+        }
         if ty == "tool" && p.pointer("/state/status").and_then(Value::as_str) == Some("completed") {
             let tool = str_of(p, "tool").unwrap_or("");
             let input = p.pointer("/state/input").unwrap_or(&Value::Null);
@@ -172,6 +177,40 @@ fn parts(path: &Path, mi: usize, m: &Message, sid: &str) -> Result<(), Trajector
                 format!("a {ty} part needs a string text"),
             ));
         }
+    }
+    Ok(())
+}
+
+/// A tool part's state holds the keys OpenCode's `ToolState` has for its status, and an
+/// object `input` (a key moved into or out of `input` changes the call the model sees).
+fn tool_state(p: &Value) -> Result<(), (&'static str, String)> {
+    let Some(state) = p.get("state").and_then(Value::as_object) else {
+        return Err(("", "a tool part needs a state object".into()));
+    };
+    let status = state.get("status").and_then(Value::as_str).unwrap_or("");
+    let known: &[&str] = match status {
+        "pending" => &["status", "input", "raw"],
+        "running" => &["status", "input", "title", "metadata", "time"],
+        "completed" => &[
+            "status",
+            "input",
+            "output",
+            "title",
+            "metadata",
+            "time",
+            "attachments",
+        ],
+        "error" => &["status", "input", "error", "metadata", "time"],
+        other => return Err((".status", format!("unknown tool state `{other}`"))),
+    };
+    if let Some(k) = state.keys().find(|k| !known.contains(&k.as_str())) {
+        return Err((
+            "",
+            format!("a `{status}` tool state has a key OpenCode does not write: `{k}`"),
+        ));
+    }
+    if !state.get("input").is_none_or(Value::is_object) {
+        return Err((".input", "the call's input must be an object".into()));
     }
     Ok(())
 }
@@ -259,6 +298,16 @@ mod tests {
             e.contains("state.input") && e.contains("Expected string"),
             "{e}"
         );
+        let mut moved = v.clone();
+        let state = &mut moved["messages"][1]["parts"][tool]["state"];
+        let command = state["input"]
+            .as_object_mut()
+            .unwrap()
+            .remove("command")
+            .unwrap();
+        state["command"] = command;
+        let e = parse(&p, &moved).unwrap_err();
+        assert!(e.contains(".state") && e.contains("`command`"), "{e}");
         let mut reason = v.clone();
         let parts_of = reason["messages"][1]["parts"].as_array_mut().unwrap();
         parts_of.retain(|p| p["type"] != "tool");

@@ -6,7 +6,8 @@
 //!   1.34 for every event after the first), no id twice, and timestamps never go back: an
 //!   event dropped, repeated or moved breaks it.
 //! - **Calls**: an `ActionEvent`'s `tool_call` (the call the model sent) names its
-//!   `tool_call_id` and `tool_name`, and the arguments it sent are the parsed action's; a
+//!   `tool_call_id` and `tool_name`, and the arguments it sent are the parsed action's (an
+//!   argument the action lacks must be `null`: actions forbid other fields); a
 //!   result (`ObservationEvent`, `AgentErrorEvent`, `UserRejectObservation`) answers an
 //!   earlier action (`action_id`) with that action's call id and tool.
 //! - **Responses**: the LLM responses the events come from (`llm_response_id`) are among
@@ -167,7 +168,17 @@ fn action(e: &Value) -> Result<(), (&'static str, String)> {
             "summary" => e.get("summary"),
             _ => action.get(k),
         };
-        let Some(parsed) = parsed else { continue };
+        let Some(parsed) = parsed else {
+            // An action has no field beyond its schema (pydantic `extra="forbid"`) and leaves
+            // out only those that are `null`; `security_risk` is the event's own verdict.
+            if sent.is_null() || k == "security_risk" {
+                continue;
+            }
+            return Err((
+                "event.tool_call.arguments",
+                format!("`{k}` is not a field of the action the SDK made from the call"),
+            ));
+        };
         if !same_argument(sent, parsed) {
             return Err((
                 "event.action",
@@ -260,6 +271,19 @@ mod tests {
         let mut args = lines.clone();
         args[action]["action"]["command"] = "ls".into();
         assert!(parse(&p, &args).unwrap_err().contains("event.action"));
+        // An argument renamed in the call the model sent: no field of the action has it.
+        let mut renamed = lines.clone();
+        let sent = renamed[action]["tool_call"]["arguments"]
+            .as_str()
+            .unwrap()
+            .replacen("\"summary\"", "\"xummary\"", 1);
+        assert!(sent.contains("xummary"));
+        renamed[action]["tool_call"]["arguments"] = sent.into();
+        let e = parse(&p, &renamed).unwrap_err();
+        assert!(
+            e.contains("tool_call.arguments") && e.contains("xummary"),
+            "{e}"
+        );
         let result = lines
             .iter()
             .position(|e| e["kind"] == "ObservationEvent")
