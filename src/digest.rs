@@ -29,7 +29,7 @@ pub fn canonical_json(v: &Value) -> String {
 
 /// Writes the canonical JSON of `v` to `out` as it goes (no intermediate text: a digest
 /// streams it into the hasher).
-fn write_canonical<W: std::io::Write>(v: &Value, out: &mut W) -> std::io::Result<()> {
+fn write_canonical<W: std::io::Write + ?Sized>(v: &Value, out: &mut W) -> std::io::Result<()> {
     match v {
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
@@ -61,16 +61,22 @@ fn write_canonical<W: std::io::Write>(v: &Value, out: &mut W) -> std::io::Result
     }
 }
 
-/// `blake3:<hex>` of the canonical JSON of a value, hashed as it is written.
-pub fn json_digest(v: &Value) -> String {
+/// `blake3:<hex>` of what `write` writes, hashed as it is written (no intermediate text).
+fn streamed_blake3(write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>) -> String {
     let mut hasher = blake3::Hasher::new();
     {
         // Buffered: the hasher is fastest on large updates, the writer makes many small ones.
         let mut out = std::io::BufWriter::with_capacity(16 * 1024, &mut hasher);
-        write_canonical(v, &mut out).expect("hashing cannot fail");
-        std::io::Write::flush(&mut out).expect("hashing cannot fail");
+        write(&mut out)
+            .and_then(|()| std::io::Write::flush(&mut out))
+            .expect("hashing cannot fail");
     }
     format!("blake3:{}", hasher.finalize().to_hex())
+}
+
+/// `blake3:<hex>` of the canonical JSON of a value.
+pub fn json_digest(v: &Value) -> String {
+    streamed_blake3(|out| write_canonical(v, out))
 }
 
 /// `blake3:<hex>` of one conversation message (its canonical JSON).
@@ -81,24 +87,16 @@ pub fn message_digest(m: &Value) -> String {
 /// `blake3:<hex>` of a conversation prefix (a list of canonical items): the digest of the
 /// list's canonical JSON, written item by item without copying the list.
 pub fn prefix_digest(messages: &[Value]) -> String {
-    let mut hasher = blake3::Hasher::new();
-    {
-        let mut out = std::io::BufWriter::with_capacity(16 * 1024, &mut hasher);
-        let mut write = || -> std::io::Result<()> {
-            use std::io::Write;
-            out.write_all(b"[")?;
-            for (i, m) in messages.iter().enumerate() {
-                if i > 0 {
-                    out.write_all(b",")?;
-                }
-                write_canonical(m, &mut out)?;
+    streamed_blake3(|out| {
+        out.write_all(b"[")?;
+        for (i, m) in messages.iter().enumerate() {
+            if i > 0 {
+                out.write_all(b",")?;
             }
-            out.write_all(b"]")?;
-            out.flush()
-        };
-        write().expect("hashing cannot fail");
-    }
-    format!("blake3:{}", hasher.finalize().to_hex())
+            write_canonical(m, out)?;
+        }
+        out.write_all(b"]")
+    })
 }
 
 #[cfg(test)]

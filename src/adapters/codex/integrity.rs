@@ -71,6 +71,10 @@ impl PartsDigest {
         self.field(ty);
         self.field(text);
     }
+    /// The digest of one text (a command).
+    fn text(s: &str) -> Digest {
+        *blake3::hash(s.as_bytes()).as_bytes()
+    }
     fn missing() -> Digest {
         *blake3::hash(b"no list").as_bytes()
     }
@@ -285,8 +289,7 @@ impl Crosscheck {
                     .filter(|a| a.len() == 3)
                     .and_then(|a| a[2].as_str())
                 {
-                    self.command_events
-                        .push((id, *blake3::hash(cmd.as_bytes()).as_bytes(), line))
+                    self.command_events.push((id, PartsDigest::text(cmd), line))
                 }
             }
             _ => {}
@@ -328,11 +331,7 @@ impl Crosscheck {
                     .get("arguments")
                     .and_then(Value::as_str)
                     .and_then(|a| serde_json::from_str::<Value>(a).ok())
-                    .and_then(|a| {
-                        a.get("cmd")
-                            .and_then(Value::as_str)
-                            .map(|c| *blake3::hash(c.as_bytes()).as_bytes())
-                    });
+                    .and_then(|a| a.get("cmd").and_then(Value::as_str).map(PartsDigest::text));
                 if let (Some(call), Some(cmd)) = (item.get("call_id").and_then(Value::as_str), cmd)
                 {
                     self.command_calls.insert(call.to_string(), (cmd, line));
