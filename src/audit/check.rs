@@ -73,7 +73,8 @@ pub struct AuditReport {
     /// Live steps a resumed attempt replaced (kept in the journal, not counted).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub superseded_steps: Vec<StepReport>,
-    pub timeline: Vec<serde_json::Value>,
+    /// Every event's line, read again from the journal as the report is written (not held).
+    pub timeline: Timeline,
     pub duration_ms: Option<u64>,
     /// Host/time snapshots of the agent's session set to the live values before a start.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -158,24 +159,54 @@ fn text_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// Audit one run. `path` is its journal or state directory.
+///
+/// The journal is read once, event by event: each is folded, its export line searched for
+/// the boundary prompt and the key, and the blobs it carries noted; no event is kept. The
+/// timeline reads the journal again when the report is written. What the report holds
+/// grows with the calls (the fold's state and one report per call), not with the events.
 pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalError> {
     let file = resolve_path(path)?;
     let state_dir = file.parent().map(PathBuf::from).unwrap_or_default();
     let mut findings = vec![];
-    let (events, integrity, head) = check_integrity(&file, &mut findings);
-    let (state, order) = check_order(&events, &mut findings);
+    let mut pass = Pass::default();
+    let scan = read_events(&file, |e| {
+        pass.take(&e);
+        Ok(())
+    });
+    let (integrity, head) = check_integrity(&scan, &mut findings);
+    let Pass {
+        state,
+        events,
+        order_failure,
+        carried,
+        in_journal,
+        targets,
+        ..
+    } = pass;
+    let order = match order_failure {
+        Some(f) => {
+            findings.push(f);
+            "failed".to_string()
+        }
+        None => "ok".to_string(),
+    };
     let blobs = BlobStore::new(&state_dir);
     let budget = check_budget(&state, &mut findings);
     let bridge = check_bridge(&state, &blobs, &mut findings);
-    let blob_status = check_blobs(&state, &events, &blobs, &mut findings);
+    let blob_status = check_blobs(&state, &carried, &blobs, &mut findings);
     let out_dir = state.request.as_ref().map(|r| PathBuf::from(&r.output_dir));
-    let privacy = check_privacy(&file, &events, &state, out_dir.as_deref(), &mut findings);
+    let privacy = match &targets {
+        Some(t) if !t.is_empty() => {
+            check_privacy(&file, in_journal, t, out_dir.as_deref(), &mut findings)
+        }
+        _ => "ok".to_string(),
+    };
     let derived = serde_json::to_value(fold::derive(&state)).unwrap_or_default();
     let result_file = check_result(&state, out_dir.as_deref(), &derived, &mut findings);
     let ok = !findings.iter().any(|f| f.severity == "error");
     // Nothing could be read: no other check had anything to look at.
     let unread = |v: String| {
-        if events.is_empty() && integrity == "failed" {
+        if events == 0 && integrity == "failed" {
             "not_checked".to_string()
         } else {
             v
@@ -196,7 +227,7 @@ pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalErro
         schema_version: AUDIT_SCHEMA.into(),
         journal: file.display().to_string(),
         ok,
-        events: events.len() as u64,
+        events,
         head,
         checks: Checks {
             integrity,
@@ -212,7 +243,10 @@ pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalErro
         calls: call_reports(&state, &blobs),
         steps: step_reports(&state.steps),
         superseded_steps: step_reports(&state.superseded_steps),
-        timeline: timeline(&events),
+        timeline: Timeline {
+            journal: file.clone(),
+            events,
+        },
         duration_ms,
         drift: drift(&state),
         removed_items: state.bridge.removed.clone(),
@@ -221,17 +255,91 @@ pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalErro
     })
 }
 
-/// integrity: read the journal. Returns the events read, the status and the head.
+/// What the privacy check looks for: the boundary prompt (its length in chars and SHA-256)
+/// and the configured key's value.
+#[derive(Default)]
+struct Targets {
+    prompt: Option<(usize, String)>,
+    key: Option<String>,
+}
+
+impl Targets {
+    fn of(state: &ReplayState) -> Targets {
+        let request = state.request.as_ref();
+        Targets {
+            prompt: request
+                .and_then(|r| r.boundary_prompt.as_ref())
+                .map(|p| (p.length_chars as usize, p.sha256.clone())),
+            key: request
+                .and_then(|r| r.model.as_ref())
+                .and_then(|m| m.api_key_env.clone())
+                .and_then(|n| std::env::var(n).ok())
+                .filter(|k| k.len() >= 8),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.prompt.is_none() && self.key.is_none()
+    }
+
+    /// What a text shows: (the prompt's plaintext, the key).
+    fn shown_in(&self, text: &str) -> (bool, bool) {
+        (
+            self.prompt
+                .as_ref()
+                .is_some_and(|(len, sha)| contains_hashed(text, *len, sha)),
+            self.key.as_ref().is_some_and(|k| text.contains(k.as_str())),
+        )
+    }
+}
+
+/// The one pass over the journal's events.
+#[derive(Default)]
+struct Pass {
+    state: ReplayState,
+    events: u64,
+    /// The first event the fold refused (nothing after it is folded).
+    order_failure: Option<Finding>,
+    /// Blobs whose content the journal carries (format 1.6).
+    carried: std::collections::HashSet<String>,
+    /// Whether the journal, as exported, shows (the prompt, the key).
+    in_journal: (bool, bool),
+    /// Known once the run's request is folded (its first event).
+    targets: Option<Targets>,
+    line: Vec<u8>,
+}
+
+impl Pass {
+    fn take(&mut self, e: &StoredEvent) {
+        self.events += 1;
+        if self.order_failure.is_none() {
+            if let Err(fe) = fold::apply(&mut self.state, e) {
+                self.order_failure = Some(finding("order", "error", fe.to_string(), Some(fe.seq)));
+            }
+        }
+        if let journal_format::Event::BlobStored(b) = &e.event {
+            self.carried.insert(b.blob.clone());
+        }
+        if self.targets.is_none() && self.state.request.is_some() {
+            self.targets = Some(Targets::of(&self.state));
+        }
+        // The journal as exported, one event at a time (an exported line is one JSON object,
+        // in which neither can span two lines).
+        if let Some(t) = self.targets.as_ref().filter(|t| !t.is_empty()) {
+            self.line.clear();
+            let _ = crate::report::export::write_export_line(&mut self.line, e);
+            let (p, k) = t.shown_in(&String::from_utf8_lossy(&self.line));
+            self.in_journal = (self.in_journal.0 || p, self.in_journal.1 || k);
+        }
+    }
+}
+
+/// integrity: how the read ended. Returns the status and the head.
 fn check_integrity(
-    file: &Path,
+    scan: &Result<journal_format::ScanReport, crate::journal::JournalError>,
     findings: &mut Vec<Finding>,
-) -> (Vec<StoredEvent>, String, Option<String>) {
-    let mut events: Vec<StoredEvent> = vec![];
-    let scan = read_events(file, |e| {
-        events.push(e);
-        Ok(())
-    });
-    let (integrity, head) = match &scan {
+) -> (String, Option<String>) {
+    match scan {
         Ok(rep) => match rep.tail {
             TailState::Clean { .. } => ("ok".to_string(), Some(rep.head.to_hex())),
             TailState::Torn { offset, len } => {
@@ -248,22 +356,7 @@ fn check_integrity(
             findings.push(finding("integrity", "error", e.to_string(), seq));
             ("failed".into(), None)
         }
-    };
-    (events, integrity, head)
-}
-
-/// order: fold what was read (up to the first event the fold rejects).
-fn check_order(events: &[StoredEvent], findings: &mut Vec<Finding>) -> (ReplayState, String) {
-    let mut state = ReplayState::default();
-    let mut order = "ok".to_string();
-    for e in events {
-        if let Err(fe) = fold::apply(&mut state, e) {
-            findings.push(finding("order", "error", fe.to_string(), Some(fe.seq)));
-            order = "failed".into();
-            break;
-        }
     }
-    (state, order)
 }
 
 /// budget: live steps within the live budget, every batch up to the boundary replayed.
@@ -380,27 +473,11 @@ fn check_bridge(state: &ReplayState, blobs: &BlobStore, findings: &mut Vec<Findi
 /// blobs: every observation and diff blob, then every workspace checkpoint.
 fn check_blobs(
     state: &ReplayState,
-    events: &[StoredEvent],
+    carried: &std::collections::HashSet<String>,
     blobs: &BlobStore,
     findings: &mut Vec<Finding>,
 ) -> String {
-    // Blobs whose content the journal carries (format 1.6), gathered at the first file that
-    // fails (one pass, not one per failing file): the fold checked that each carried
-    // content hashes to its name.
-    let mut carried: Option<std::collections::HashSet<&str>> = None;
-    let mut held = |r: &str| {
-        carried
-            .get_or_insert_with(|| {
-                events
-                    .iter()
-                    .filter_map(|e| match &e.event {
-                        journal_format::Event::BlobStored(b) => Some(b.blob.as_str()),
-                        _ => None,
-                    })
-                    .collect()
-            })
-            .contains(r)
-    };
+    let held = |r: &str| carried.contains(r);
     let mut blob_status = "ok".to_string();
     for c in state.calls.values() {
         let refs = c
@@ -474,8 +551,8 @@ fn check_checkpoint(blobs: &BlobStore, manifest_blob: &str) -> Result<(), String
 /// in the journal (as exported) nor in the output directory's text files.
 fn check_privacy(
     file: &Path,
-    events: &[StoredEvent],
-    state: &ReplayState,
+    in_journal: (bool, bool),
+    targets: &Targets,
     out_dir: Option<&Path>,
     findings: &mut Vec<Finding>,
 ) -> String {
@@ -484,44 +561,11 @@ fn check_privacy(
         text_files(o, &mut files);
     }
     let mut privacy = "ok".to_string();
-    let prompt = state
-        .request
-        .as_ref()
-        .and_then(|r| r.boundary_prompt.clone());
-    let key = state
-        .request
-        .as_ref()
-        .and_then(|r| r.model.as_ref())
-        .and_then(|m| m.api_key_env.clone())
-        .and_then(|n| std::env::var(n).ok())
-        .filter(|k| k.len() >= 8);
-    if prompt.is_none() && key.is_none() {
-        return privacy;
-    }
-    // What a text shows: (the prompt's plaintext, the key).
-    let shows = |text: &str| {
-        (
-            prompt
-                .as_ref()
-                .is_some_and(|p| contains_hashed(text, p.length_chars as usize, &p.sha256)),
-            key.as_ref().is_some_and(|k| text.contains(k.as_str())),
-        )
-    };
-    // The journal as exported, one event at a time (an exported line is one JSON object, in
-    // which neither can span two lines).
-    let mut line = vec![];
-    let mut in_journal = (false, false);
-    for e in events {
-        line.clear();
-        let _ = crate::report::export::write_export_line(&mut line, e);
-        let (p, k) = shows(&String::from_utf8_lossy(&line));
-        in_journal = (in_journal.0 || p, in_journal.1 || k);
-    }
     for f in &files {
         let (has_prompt, has_key) = if f.as_path() == file {
             in_journal
         } else {
-            shows(
+            targets.shown_in(
                 &std::fs::read(f)
                     .map(|b| String::from_utf8_lossy(&b).into_owned())
                     .unwrap_or_default(),
@@ -646,11 +690,86 @@ fn step_reports(steps: &[journal_format::event::ContinuationStep]) -> Vec<StepRe
         .collect()
 }
 
-fn timeline(events: &[StoredEvent]) -> Vec<serde_json::Value> {
-    events
-        .iter()
-        .map(|e| serde_json::json!({ "seq": e.seq, "at": crate::report::export::rfc3339(e.at_ms), "event": e.event.name(), "summary": crate::report::summary(&e.event) }))
-        .collect()
+/// The timeline of the report: one line per event (seq, time, name, summary), read from the
+/// journal when the report is serialized, so the report never holds the events.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Timeline {
+    journal: PathBuf,
+    /// How many events the audit read: the timeline has exactly these.
+    events: u64,
+}
+
+impl Timeline {
+    /// Visit each line, in order; stops at the first error `f` returns.
+    pub fn for_each<E>(
+        &self,
+        mut f: impl FnMut(TimelineLine<'_>) -> Result<(), E>,
+    ) -> Result<(), TimelineError<E>> {
+        let mut seen = 0u64;
+        let mut failed = None;
+        let _ = read_events(&self.journal, |e| {
+            if failed.is_none() && seen < self.events {
+                seen += 1;
+                let summary = crate::report::summary(&e.event);
+                let line = TimelineLine {
+                    seq: e.seq,
+                    at: crate::report::export::rfc3339(e.at_ms),
+                    event: e.event.name(),
+                    summary: &summary,
+                };
+                if let Err(err) = f(line) {
+                    failed = Some(err);
+                }
+            }
+            Ok(())
+        });
+        match failed {
+            Some(e) => Err(TimelineError::Visit(e)),
+            None if seen < self.events => Err(TimelineError::Changed {
+                journal: self.journal.clone(),
+                read: seen,
+                audited: self.events,
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+/// One event of the timeline.
+#[derive(Debug, Serialize)]
+pub struct TimelineLine<'a> {
+    pub seq: u64,
+    pub at: String,
+    pub event: &'static str,
+    pub summary: &'a str,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TimelineError<E> {
+    #[error("{0}")]
+    Visit(E),
+    /// The journal lost events between the audit and the writing of its report.
+    #[error(
+        "{journal}: {read} events could be read again for the timeline, the audit read {audited}"
+    )]
+    Changed {
+        journal: PathBuf,
+        read: u64,
+        audited: u64,
+    },
+}
+
+impl Serialize for Timeline {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeSeq};
+        let mut seq = s.serialize_seq(Some(self.events as usize))?;
+        self.for_each(|line| seq.serialize_element(&line))
+            .map_err(|e| match e {
+                TimelineError::Visit(e) => e,
+                changed => S::Error::custom(changed.to_string()),
+            })?;
+        seq.end()
+    }
 }
 
 /// The neutralized snapshots of every continuation start, without repeats.
@@ -692,5 +811,33 @@ mod tests {
         let sha = crate::digest::sha256("héllo".as_bytes());
         assert!(super::contains_hashed("say héllo there", 5, &sha));
         assert!(!super::contains_hashed("say hello there", 5, &sha));
+    }
+
+    #[test]
+    fn the_timeline_is_read_again_when_written_and_refuses_a_journal_that_lost_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = dir.path().join("journal.pvj");
+        let golden = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/journal-format/vectors/complete.pvj"
+        );
+        std::fs::copy(golden, &journal).unwrap();
+        let r = super::audit_run(&journal).unwrap();
+        assert!(r.events > 10, "{}", r.events);
+        let v = serde_json::to_value(&r).unwrap();
+        let lines = v["timeline"].as_array().unwrap();
+        assert_eq!(lines.len() as u64, r.events);
+        assert_eq!(lines[0]["seq"], 1);
+        assert_eq!(lines[0]["event"], "run_requested");
+        assert_eq!(lines.last().unwrap()["seq"], r.events);
+        // the journal loses its last record after the audit: the report is not written short
+        let len = std::fs::metadata(&journal).unwrap().len();
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&journal)
+            .unwrap();
+        f.set_len(len - 8).unwrap();
+        let e = serde_json::to_string(&r).unwrap_err().to_string();
+        assert!(e.contains("could be read again"), "{e}");
     }
 }

@@ -271,6 +271,39 @@ fn emit(output: &Option<PathBuf>, text: &str) -> Result<(), CliError> {
     }
 }
 
+/// Write to `output` (or stdout) through a buffer, as `write` produces it.
+fn emit_with(
+    output: &Option<PathBuf>,
+    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<(), CliError> {
+    use std::io::Write;
+    let cannot = |what: String, e: std::io::Error| {
+        CliError::new(
+            exit::CONFIGURATION,
+            format!("cannot write {what}: {e}"),
+            None,
+        )
+    };
+    match output {
+        Some(p) => {
+            let f = std::fs::File::create(p).map_err(|e| cannot(p.display().to_string(), e))?;
+            let mut w = std::io::BufWriter::new(f);
+            write(&mut w)
+                .and_then(|_| w.flush())
+                .map_err(|e| cannot(p.display().to_string(), e))
+        }
+        None => {
+            let stdout = std::io::stdout();
+            let mut w = std::io::BufWriter::new(stdout.lock());
+            match write(&mut w).and_then(|_| w.flush()) {
+                // A closed pipe (`| head`) is the reader's choice, not a failure.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+                r => r.map_err(|e| cannot("the standard output".into(), e)),
+            }
+        }
+    }
+}
+
 /// Write every readable run's HTML page into `<output>.runs/` and return their addresses
 /// relative to `output`'s folder.
 fn write_run_pages(
@@ -331,12 +364,15 @@ fn audit(
     let single = resolve_path(&path).is_ok();
     if single {
         let r = audit::audit_run(&path)?;
-        let text = match format {
-            AuditFormat::Text => audit::text::render(&r),
-            AuditFormat::Json => serde_json::to_string_pretty(&r).unwrap_or_default() + "\n",
-            AuditFormat::Html => audit::html::render(&r),
-        };
-        emit(&output, &text)?;
+        match format {
+            AuditFormat::Text => emit(&output, &audit::text::render(&r))?,
+            // Written as it is serialized: the timeline streams from the journal.
+            AuditFormat::Json => emit_with(&output, |w| {
+                serde_json::to_writer_pretty(&mut *w, &r)?;
+                w.write_all(b"\n")
+            })?,
+            AuditFormat::Html => emit(&output, &audit::html::render(&r))?,
+        }
         return Ok(if r.ok { exit::OK } else { exit::AUDIT_FAILED });
     }
     if !path.is_dir() {
@@ -359,15 +395,72 @@ fn audit(
         .iter()
         .all(|(_, r)| r.as_ref().map(|r| r.ok).unwrap_or(false));
     let text = match format {
-        AuditFormat::Json => serde_json::to_string_pretty(&serde_json::json!({ "summary": summary, "runs": all.iter().map(|(p, r)| match r { Ok(r) => serde_json::to_value(r).unwrap_or_default(), Err(e) => serde_json::json!({"journal": p, "error": e}) }).collect::<Vec<_>>() })).unwrap_or_default() + "\n",
+        // Written as it is serialized, not built as one text first.
+        AuditFormat::Json => {
+            #[derive(serde::Serialize)]
+            struct Fleet<'a> {
+                summary: &'a serde_json::Value,
+                runs: Vec<Run<'a>>,
+            }
+            #[derive(serde::Serialize)]
+            #[serde(untagged)]
+            enum Run<'a> {
+                Audited(&'a crate::audit::AuditReport),
+                Unreadable {
+                    journal: &'a std::path::Path,
+                    error: &'a str,
+                },
+            }
+            let fleet = Fleet {
+                summary: &summary,
+                runs: all
+                    .iter()
+                    .map(|(p, r)| match r {
+                        Ok(r) => Run::Audited(r),
+                        Err(e) => Run::Unreadable {
+                            journal: p,
+                            error: e,
+                        },
+                    })
+                    .collect(),
+            };
+            emit_with(&output, |w| {
+                serde_json::to_writer_pretty(&mut *w, &fleet)?;
+                w.write_all(b"\n")
+            })?;
+            return Ok(if ok { exit::OK } else { exit::AUDIT_FAILED });
+        }
         AuditFormat::Text => {
-            let mut s = format!("fleet audit of {}: {} runs, {} pass\n", path.display(), all.len(), summary["audits_ok"]);
-            for k in ["phases", "qualities", "agent_statuses", "failure_categories"] {
+            let mut s = format!(
+                "fleet audit of {}: {} runs, {} pass\n",
+                path.display(),
+                all.len(),
+                summary["audits_ok"]
+            );
+            for k in [
+                "phases",
+                "qualities",
+                "agent_statuses",
+                "failure_categories",
+            ] {
                 s.push_str(&format!("{k}: {}\n", summary[k]));
             }
-            s.push_str(&format!("observation equality rate: {}\nduration p50/p95 ms: {}/{}\n", summary["observation_equality_rate"], summary["duration_ms"]["p50"], summary["duration_ms"]["p95"]));
+            s.push_str(&format!(
+                "observation equality rate: {}\nduration p50/p95 ms: {}/{}\n",
+                summary["observation_equality_rate"],
+                summary["duration_ms"]["p50"],
+                summary["duration_ms"]["p95"]
+            ));
             for (p, r) in &all {
-                s.push_str(&format!("  {} {}\n", match r { Ok(r) if r.ok => "ok    ", Ok(_) => "FAILED", Err(_) => "ERROR " }, p.display()));
+                s.push_str(&format!(
+                    "  {} {}\n",
+                    match r {
+                        Ok(r) if r.ok => "ok    ",
+                        Ok(_) => "FAILED",
+                        Err(_) => "ERROR ",
+                    },
+                    p.display()
+                ));
             }
             s
         }

@@ -17,6 +17,28 @@ use crate::journal::{Durability, Journal};
 /// Batches of the synthetic run when `--batches` is not given (4 events per batch).
 pub const DEFAULT_BATCHES: u64 = 400;
 
+/// Batch summaries per journaled event (about 1 MiB of them, the size a replay lists).
+const SUMMARIES_PER_EVENT: u64 = 5_000;
+
+/// The summaries of batches `first..` (at most [`SUMMARIES_PER_EVENT`], none past `batches`).
+fn summaries(first: u64, batches: u64) -> Vec<BatchSummary> {
+    let d = |x: String| format!("blake3:{}", blake3::hash(x.as_bytes()).to_hex());
+    (first..=batches.min(first + SUMMARIES_PER_EVENT - 1))
+        .map(|i| BatchSummary {
+            index: i,
+            model_turn: i,
+            locator: format!("line:{i}"),
+            calls: vec![CallSummary {
+                call_id: format!("c{i}"),
+                tool: "Bash".into(),
+                args_digest: d(format!("a{i}")),
+                class: CallClass::Mutating,
+            }],
+            complete: true,
+        })
+        .collect()
+}
+
 fn next(s: &ReplayState, started_here: bool, batches: u64) -> Option<Event> {
     let d = |x: String| format!("blake3:{}", blake3::hash(x.as_bytes()).to_hex());
     Some(match s.phase {
@@ -44,23 +66,18 @@ fn next(s: &ReplayState, started_here: bool, batches: u64) -> Option<Event> {
             session_id: None,
             recorded_version: None,
             model_turns: batches,
-            batches: (1..=batches)
-                .map(|i| BatchSummary {
-                    index: i,
-                    model_turn: i,
-                    locator: format!("line:{i}"),
-                    calls: vec![CallSummary {
-                        call_id: format!("c{i}"),
-                        tool: "Bash".into(),
-                        args_digest: d(format!("a{i}")),
-                        class: CallClass::Mutating,
-                    }],
-                    complete: true,
-                })
-                .collect(),
+            batches: summaries(1, batches),
             plan_blob: "-".into(),
-            batch_count: None,
+            batch_count: (batches > SUMMARIES_PER_EVENT).then_some(batches),
         }),
+        // A long run lists its other batches in bounded events, as a replay does.
+        Phase::Parsed if s.batches_to_list().is_some() => {
+            let first = s.batches_to_list().unwrap_or(1);
+            Event::BatchesListed(BatchesListed {
+                first,
+                batches: summaries(first, batches),
+            })
+        }
         Phase::Parsed => Event::BoundaryValidated(BoundaryValidated {
             after_step: batches,
             prefix_tool_calls: batches,
