@@ -79,6 +79,32 @@ pub fn json_digest(v: &Value) -> String {
     streamed_blake3(|out| write_canonical(v, out))
 }
 
+/// Whether two values have the same canonical JSON text, found without writing it: objects
+/// are equal with the same keys (canonical JSON sorts them), numbers only with the same text
+/// (`1` and `1.0`, `0.0` and `-0.0` differ, as their texts do).
+pub fn canonically_equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Null, Value::Null) => true,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Number(x), Value::Number(y)) => {
+            x.is_f64() == y.is_f64()
+                && x.as_u64() == y.as_u64()
+                && x.as_i64() == y.as_i64()
+                && x.as_f64().map(f64::to_bits) == y.as_f64().map(f64::to_bits)
+        }
+        (Value::String(x), Value::String(y)) => x == y,
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(v, w)| canonically_equal(v, w))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| canonically_equal(v, w)))
+        }
+        _ => false,
+    }
+}
+
 /// `blake3:<hex>` of one conversation message (its canonical JSON).
 pub fn message_digest(m: &Value) -> String {
     json_digest(m)
@@ -103,6 +129,55 @@ pub fn prefix_digest(messages: &[Value]) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Small values from a small alphabet, so that equal pairs are frequent.
+    fn small_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            prop::sample::select(vec![
+                json!(0),
+                json!(1),
+                json!(-1),
+                json!(1.0),
+                json!(0.0),
+                json!(-0.0),
+                json!(u64::MAX),
+                json!(1.5e300),
+            ]),
+            "[ab\"\u{1}é]{0,2}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 12, 3, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+                prop::collection::vec(("[ab]{1}", inner), 0..3)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn canonical_equality_is_equality_of_the_canonical_texts(a in small_value(), b in small_value()) {
+            proptest::prop_assert_eq!(
+                canonically_equal(&a, &b),
+                canonical_json(&a) == canonical_json(&b),
+                "{} / {}", canonical_json(&a), canonical_json(&b)
+            );
+            proptest::prop_assert!(canonically_equal(&a, &a));
+        }
+    }
+
+    #[test]
+    fn canonical_equality_ignores_key_order_only() {
+        let a = json!({"a": 1, "b": [1.0, "x"]});
+        let b: Value = serde_json::from_str(r#"{"b": [1.0, "x"], "a": 1}"#).unwrap();
+        assert!(canonically_equal(&a, &b));
+        assert!(!canonically_equal(&a, &json!({"a": 1, "b": [1, "x"]})));
+        assert!(!canonically_equal(&json!(0.0), &json!(-0.0)));
+        assert!(!canonically_equal(&a, &json!({"a": 1})));
+    }
 
     #[test]
     fn streamed_digests_equal_the_digest_of_the_canonical_text() {

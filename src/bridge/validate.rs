@@ -7,30 +7,28 @@
 
 use super::server::canonical_for;
 use super::BridgeConfig;
-use crate::digest::message_digest;
+use crate::digest::{canonically_equal, message_digest};
 use journal_format::event::RemovedItem;
 use serde_json::Value;
 
-/// What every request of one continuation is checked against (computed once).
+/// What every request of one continuation is checked against (computed once), besides the
+/// canonical prefix itself (`cfg.prefix`).
 #[derive(Debug, Clone)]
 pub struct Expected {
-    /// The digests of the canonical expected prefix, message by message.
-    pub prefix_digests: Vec<String>,
-    /// The digest of the boundary prompt message when the agent sends it itself
+    /// The canonical boundary prompt message when the agent sends it itself
     /// (`RequestRules::boundary_prompt_in_history`): it must stand right after O′N.
-    pub agent_prompt_digest: Option<String>,
+    pub agent_prompt: Option<Value>,
 }
 
 impl Expected {
     /// `cfg.prefix` must already be in canonical form ([`canonical_prefix`]).
     pub fn new(cfg: &BridgeConfig) -> Expected {
         Expected {
-            prefix_digests: cfg.prefix.iter().map(message_digest).collect(),
-            agent_prompt_digest: cfg
+            agent_prompt: cfg
                 .boundary_prompt
                 .as_deref()
                 .filter(|_| cfg.rules.boundary_prompt_in_history())
-                .map(|p| message_digest(&canonical_for(cfg, &cfg.protocol.user_message(p)))),
+                .map(|p| canonical_for(cfg, &cfg.protocol.user_message(p))),
         }
     }
 }
@@ -145,8 +143,10 @@ pub fn check(
             ));
         }
     }
+    // Compared as values, which is the comparison of their canonical JSON texts without
+    // writing and hashing them (`canonically_equal`).
     let canon: Vec<Value> = msgs.iter().map(|m| canonical_for(cfg, m)).collect();
-    for (i, want) in exp.prefix_digests.iter().enumerate() {
+    for (i, want) in cfg.prefix.iter().enumerate() {
         let Some(got) = canon.get(i) else {
             return Err(Refusal::with(
                 n,
@@ -161,7 +161,7 @@ pub fn check(
                 ),
             ));
         };
-        if &message_digest(got) != want {
+        if !canonically_equal(got, want) {
             return Err(Refusal::with(
                 n,
                 format!("message {i} differs from the expected prefix"),
@@ -174,9 +174,12 @@ pub fn check(
         }
     }
     // A boundary prompt the agent sends itself stands right after O′N, in every request.
-    let agent_prompt = exp.agent_prompt_digest.as_deref();
+    let agent_prompt = exp.agent_prompt.as_ref();
     if let Some(want) = agent_prompt {
-        if canon.get(plen).map(message_digest).as_deref() != Some(want) {
+        if !canon
+            .get(plen)
+            .is_some_and(|got| canonically_equal(got, want))
+        {
             return Err(Refusal::with(
                 n,
                 "the boundary prompt the agent was given is not right after O′N",
@@ -213,6 +216,6 @@ pub fn check(
         msgs,
         removed,
         plen,
-        agent_prompt: agent_prompt.map(str::to_string),
+        agent_prompt: agent_prompt.map(message_digest),
     })
 }
