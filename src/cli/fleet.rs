@@ -134,7 +134,7 @@ pub fn run(cmd: FleetCmd) -> Result<i32, CliError> {
             };
             let text = slurm::script(&me, &manifest, m.lines.len(), &opts);
             if dry_run {
-                print!("{text}");
+                super::output::emit(&None, &text)?;
                 return Ok(exit::OK);
             }
             let (path, id) = slurm::submit(&text, &manifest).map_err(|e| {

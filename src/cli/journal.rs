@@ -8,6 +8,7 @@ use journal_format::TailState;
 
 use super::error::CliError;
 use super::exit;
+use super::output::{emit, emit_with};
 use crate::fold::{self, ReplayState};
 use crate::journal::{read_events, resolve_path, JournalError};
 use crate::report::{export::rfc3339, export::write_export_line, summary};
@@ -253,55 +254,6 @@ pub enum AuditFormat {
     Text,
     Json,
     Html,
-}
-
-fn emit(output: &Option<PathBuf>, text: &str) -> Result<(), CliError> {
-    match output {
-        Some(p) => std::fs::write(p, text).map_err(|e| {
-            CliError::new(
-                exit::CONFIGURATION,
-                format!("cannot write {}: {e}", p.display()),
-                None,
-            )
-        }),
-        None => {
-            print!("{text}");
-            Ok(())
-        }
-    }
-}
-
-/// Write to `output` (or stdout) through a buffer, as `write` produces it.
-fn emit_with(
-    output: &Option<PathBuf>,
-    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
-) -> Result<(), CliError> {
-    use std::io::Write;
-    let cannot = |what: String, e: std::io::Error| {
-        CliError::new(
-            exit::CONFIGURATION,
-            format!("cannot write {what}: {e}"),
-            None,
-        )
-    };
-    match output {
-        Some(p) => {
-            let f = std::fs::File::create(p).map_err(|e| cannot(p.display().to_string(), e))?;
-            let mut w = std::io::BufWriter::new(f);
-            write(&mut w)
-                .and_then(|_| w.flush())
-                .map_err(|e| cannot(p.display().to_string(), e))
-        }
-        None => {
-            let stdout = std::io::stdout();
-            let mut w = std::io::BufWriter::new(stdout.lock());
-            match write(&mut w).and_then(|_| w.flush()) {
-                // A closed pipe (`| head`) is the reader's choice, not a failure.
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-                r => r.map_err(|e| cannot("the standard output".into(), e)),
-            }
-        }
-    }
 }
 
 /// Write every readable run's HTML page into `<output>.runs/` and return their addresses

@@ -8,6 +8,7 @@ pub mod fleet;
 pub use crate::outcome::exit;
 pub mod journal;
 pub mod model;
+mod output;
 pub mod replay;
 pub mod stress;
 

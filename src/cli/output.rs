@@ -1,0 +1,45 @@
+//! What a command prints: to a file or the standard output, through a buffer, with a closed
+//! pipe (`| head`) taken as the reader's choice rather than an error or a panic.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use super::error::CliError;
+use super::exit;
+
+/// Write `text` to `output` (or stdout).
+pub fn emit(output: &Option<PathBuf>, text: &str) -> Result<(), CliError> {
+    emit_with(output, |w| w.write_all(text.as_bytes()))
+}
+
+/// Write to `output` (or stdout) through a buffer, as `write` produces it.
+pub fn emit_with(
+    output: &Option<PathBuf>,
+    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<(), CliError> {
+    let cannot = |what: String, e: std::io::Error| {
+        CliError::new(
+            exit::CONFIGURATION,
+            format!("cannot write {what}: {e}"),
+            None,
+        )
+    };
+    match output {
+        Some(p) => {
+            let f = std::fs::File::create(p).map_err(|e| cannot(p.display().to_string(), e))?;
+            let mut w = std::io::BufWriter::new(f);
+            write(&mut w)
+                .and_then(|_| w.flush())
+                .map_err(|e| cannot(p.display().to_string(), e))
+        }
+        None => {
+            let stdout = std::io::stdout();
+            let mut w = std::io::BufWriter::new(stdout.lock());
+            match write(&mut w).and_then(|_| w.flush()) {
+                // A closed pipe (`| head`) is the reader's choice, not a failure.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+                r => r.map_err(|e| cannot("the standard output".into(), e)),
+            }
+        }
+    }
+}
