@@ -500,3 +500,50 @@ proptest! {
         }
     }
 }
+
+/// A record of the conversation that Claude would not load (an unknown type, an attachment
+/// without its kind) is refused: resuming, Claude would cut the chain there or resume against
+/// an earlier prompt snapshot.
+#[test]
+fn a_chain_record_claude_does_not_load_is_refused() {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/claude/recorded/parallel-order-2.1.332/session.jsonl"),
+    )
+    .unwrap();
+    let original: Vec<String> = text.lines().map(str::to_owned).collect();
+    // Line 29: the second prompt snapshot, the parent of the reply after it.
+    assert!(original[28].contains("\"prompt_snapshot\""));
+    parse(&original).expect("the genuine session parses");
+    let mut l = original.clone();
+    edit_line(&mut l, 29, |v| v["type"] = json!("attachmenu"));
+    let e = parse(&l).unwrap_err();
+    assert_eq!((e.line, e.field.as_str()), (29, "type"), "{}", e.message);
+    assert!(e.message.contains("`attachmenu`"), "{}", e.message);
+    let mut l = original.clone();
+    edit_line(&mut l, 29, |v| {
+        v["attachment"].as_object_mut().unwrap().remove("type");
+    });
+    let e = parse(&l).unwrap_err();
+    assert_eq!(
+        (e.line, e.field.as_str()),
+        (29, "attachment.type"),
+        "{}",
+        e.message
+    );
+    let mut l = original.clone();
+    edit_line(&mut l, 29, |v| v["attachment"]["type"] = json!(7));
+    assert_eq!(parse(&l).unwrap_err().field, "attachment.type");
+    // renamed: no longer a prompt snapshot, yet it carries a system prompt
+    let mut l = original;
+    edit_line(&mut l, 29, |v| {
+        v["attachment"]["type"] = json!("prompt_snapshou")
+    });
+    let e = parse(&l).unwrap_err();
+    assert_eq!(
+        (e.line, e.field.as_str()),
+        (29, "attachment.type"),
+        "{}",
+        e.message
+    );
+}

@@ -335,7 +335,8 @@ fn mutate_value(v: &mut Value, k: usize, rng: &mut rand::rngs::StdRng) -> Option
 /// record, hashed nowhere.
 /// - Codex 0.149: the base instructions, the developer and environment-context messages,
 ///   item ids, statuses and encrypted reasoning, the text of an `apply_patch` input, the
-///   arguments of an `update_plan` call (no event repeats a plan).
+///   arguments of an `update_plan` call (no event repeats a plan), and a command's arguments
+///   other than the command line and its directory ([`command_unchanged`]).
 /// - Claude Code 2.1.332 hashes every message it sends and its system prompt and tools:
 ///   nothing.
 /// - Pi 0.83: the content of user and assistant messages (texts, thinking, a call's
@@ -370,7 +371,11 @@ fn unverifiable(agent: &str, line: &Value, damaged: &Value, path: &str) -> bool 
                         || (p["type"] == "custom_tool_call" && under("/payload/input"))
                         || (p["type"] == "function_call"
                             && p["name"] == "update_plan"
-                            && under("/payload/arguments"))))
+                            && under("/payload/arguments"))
+                        || (p["type"] == "function_call"
+                            && p["name"] == "exec_command"
+                            && under("/payload/arguments")
+                            && command_unchanged(line, damaged))))
         }
         "pi-agent" => {
             let role = &line["message"]["role"];
@@ -429,6 +434,27 @@ fn unverifiable(agent: &str, line: &Value, damaged: &Value, path: &str) -> bool 
                 || (rest == "content"
                     && (after_unparsed_reply
                         || messages[i].pointer("/extra/interrupt_type").is_some()))
+        }
+        _ => false,
+    }
+}
+
+/// Whether a Codex `exec_command` call's arguments (a JSON text) still say the same command:
+/// the same `cmd`, `workdir`, `shell` and `login` (what its `item_completed` event shows, as
+/// the command line and its directory). Its other arguments (the output budget,
+/// `yield_time_ms`, `tty`, a key Codex's argument struct does not name and so ignores) are
+/// repeated by no event.
+fn command_unchanged(before: &Value, after: &Value) -> bool {
+    let args = |v: &Value| {
+        v.pointer("/payload/arguments")
+            .and_then(Value::as_str)
+            .and_then(|a| serde_json::from_str::<Value>(a).ok())
+    };
+    match (args(before), args(after)) {
+        (Some(a @ Value::Object(_)), Some(b @ Value::Object(_))) => {
+            ["cmd", "workdir", "shell", "login"]
+                .iter()
+                .all(|k| a.get(k) == b.get(k))
         }
         _ => false,
     }

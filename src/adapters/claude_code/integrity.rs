@@ -98,6 +98,16 @@ pub fn check(path: &Path, records: &[Record]) -> Result<(), TrajectoryError> {
             continue;
         };
         if a.get("type").and_then(Value::as_str) != Some("prompt_snapshot") {
+            // Only a prompt snapshot carries a system prompt: one under another kind lost its
+            // own (Claude would skip it and resume against an earlier snapshot).
+            if a.get("systemPrompt").is_some() {
+                return Err(err(
+                    path,
+                    r.line,
+                    "attachment.type",
+                    "an attachment with a system prompt whose kind is not `prompt_snapshot`".into(),
+                ));
+            }
             continue;
         }
         // The types Claude reads them with.

@@ -315,6 +315,7 @@ fn build(path: &Path, records: Vec<Record>) -> Result<ParsedSession, TrajectoryE
     let nodes = node_index(&records);
     let tip = find_tip(&records, &nodes);
     let (walk, compact_boundaries) = walk_to_root(path, &records, &nodes, tip)?;
+    check_loaded(path, &records, &walk)?;
     let chain = reattach_parallel_siblings(&records, &nodes, &walk);
     let assistant_messages = assistant_messages(path, &records, &chain)?;
     let (mut uses, use_by_id) = tool_uses(path, &records, &assistant_messages)?;
@@ -409,6 +410,47 @@ fn find_tip(records: &[Record], nodes: &HashMap<&str, usize>) -> Option<usize> {
         }
     }
     tip
+}
+
+/// The record types Claude Code loads into a conversation (the others it skips).
+const CONVERSATION_TYPES: [&str; 5] = ["user", "assistant", "attachment", "system", "progress"];
+
+/// Every record of the conversation is one Claude loads: a record of another type on the
+/// chain would be skipped when Claude resumes, cutting the chain there (everything before
+/// it lost), and an attachment without a kind is one no part of Claude reads (a prompt
+/// snapshot that lost its kind leaves Claude resuming against an earlier one). Claude writes
+/// neither: the file was changed.
+fn check_loaded(path: &Path, records: &[Record], walk: &[usize]) -> Result<(), TrajectoryError> {
+    for &i in walk {
+        let r = &records[i];
+        if !CONVERSATION_TYPES.contains(&r.kind.as_str()) {
+            return Err(err(
+                path,
+                r.line,
+                "type",
+                format!(
+                    "the conversation's chain passes through a record of type `{}`, which Claude Code does not load (it writes {})",
+                    r.kind,
+                    CONVERSATION_TYPES.join(", ")
+                ),
+            ));
+        }
+        if r.kind == "attachment"
+            && !r
+                .value
+                .get("attachment")
+                .and_then(|a| a.get("type"))
+                .is_some_and(Value::is_string)
+        {
+            return Err(err(
+                path,
+                r.line,
+                "attachment.type",
+                "an attachment record without its kind (`attachment.type`): Claude Code writes one on every attachment",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Walk the tip to the root. Returns the walk (root first) and the compact boundaries it
