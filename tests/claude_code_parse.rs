@@ -534,6 +534,20 @@ fn a_chain_record_claude_does_not_load_is_refused() {
     let mut l = original.clone();
     edit_line(&mut l, 29, |v| v["attachment"]["type"] = json!(7));
     assert_eq!(parse(&l).unwrap_err().field, "attachment.type");
+    // a key of the snapshot renamed: its value would be lost on resume
+    let mut l = original.clone();
+    edit_line(&mut l, 29, |v| {
+        let a = v["attachment"].as_object_mut().unwrap();
+        let prefix = a.remove("cliPrefix").unwrap();
+        a.insert("cliPre&ix".into(), prefix);
+    });
+    let e = parse(&l).unwrap_err();
+    assert_eq!(
+        (e.line, e.field.as_str()),
+        (29, "attachment.cliPre&ix"),
+        "{}",
+        e.message
+    );
     // renamed: no longer a prompt snapshot, yet it carries a system prompt
     let mut l = original;
     edit_line(&mut l, 29, |v| {

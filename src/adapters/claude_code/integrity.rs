@@ -60,6 +60,22 @@ fn agrees(snapshot: &Value, shape: &Value) -> bool {
     })
 }
 
+/// The keys of a `prompt_snapshot` attachment (the same from 2.1.286, the first release the
+/// continuation supports, to 2.1.332; genuine sessions of both in `tests/fixtures/claude/`).
+const SNAPSHOT_KEYS: [&str; 11] = [
+    "type",
+    "systemPrompt",
+    "tools",
+    "cliPrefix",
+    "contextRendering",
+    "reminderFold",
+    "echoWireToolInputs",
+    "systemTurns",
+    "toolChangeHeader",
+    "inlineTools",
+    "keptReminders",
+];
+
 /// Check the records of one session.
 pub fn check(path: &Path, records: &[Record]) -> Result<(), TrajectoryError> {
     let mut shapes: Vec<&Value> = Vec::new();
@@ -149,6 +165,29 @@ pub fn check(path: &Path, records: &[Record]) -> Result<(), TrajectoryError> {
                     format!("`{key}` must be a boolean"),
                 ));
             }
+        }
+        // Claude reads a snapshot by these keys: another is one of them renamed, and the
+        // value it held would be lost when Claude resumes (known for the versions a
+        // continuation supports).
+        let known_keys = r
+            .value
+            .get("version")
+            .and_then(Value::as_str)
+            .is_some_and(|v| super::versions::CONTINUE_RANGE.contains(v));
+        if let Some(key) = a
+            .as_object()
+            .filter(|_| known_keys)
+            .and_then(|o| o.keys().find(|k| !SNAPSHOT_KEYS.contains(&k.as_str())))
+        {
+            return Err(err(
+                path,
+                r.line,
+                &format!("attachment.{key}"),
+                format!(
+                    "`{key}` is not a key of the prompt snapshots Claude Code writes ({})",
+                    SNAPSHOT_KEYS.join(", ")
+                ),
+            ));
         }
         // Each tool's own name and description are its schema's.
         for (i, t) in a
