@@ -515,49 +515,33 @@ fn a_chain_record_claude_does_not_load_is_refused() {
     // Line 29: the second prompt snapshot, the parent of the reply after it.
     assert!(original[28].contains("\"prompt_snapshot\""));
     parse(&original).expect("the genuine session parses");
-    let mut l = original.clone();
-    edit_line(&mut l, 29, |v| v["type"] = json!("attachmenu"));
-    let e = parse(&l).unwrap_err();
-    assert_eq!((e.line, e.field.as_str()), (29, "type"), "{}", e.message);
-    assert!(e.message.contains("`attachmenu`"), "{}", e.message);
-    let mut l = original.clone();
-    edit_line(&mut l, 29, |v| {
+    let refused = |edit: &dyn Fn(&mut Value)| {
+        let mut l = original.clone();
+        edit_line(&mut l, 29, edit);
+        let e = parse(&l).unwrap_err();
+        (e.line, e.field, e.message)
+    };
+    let (line, field, message) = refused(&|v| v["type"] = json!("attachmenu"));
+    assert_eq!((line, field.as_str()), (29, "type"), "{message}");
+    assert!(message.contains("`attachmenu`"), "{message}");
+    let kind = "attachment.type".to_string();
+    let (line, field, message) = refused(&|v| {
         v["attachment"].as_object_mut().unwrap().remove("type");
     });
-    let e = parse(&l).unwrap_err();
-    assert_eq!(
-        (e.line, e.field.as_str()),
-        (29, "attachment.type"),
-        "{}",
-        e.message
-    );
-    let mut l = original.clone();
-    edit_line(&mut l, 29, |v| v["attachment"]["type"] = json!(7));
-    assert_eq!(parse(&l).unwrap_err().field, "attachment.type");
+    assert_eq!((line, &field), (29, &kind), "{message}");
+    assert_eq!(refused(&|v| v["attachment"]["type"] = json!(7)).1, kind);
+    // renamed: no longer a prompt snapshot, yet it carries a system prompt
+    let (line, field, message) = refused(&|v| v["attachment"]["type"] = json!("prompt_snapshou"));
+    assert_eq!((line, &field), (29, &kind), "{message}");
     // a key of the snapshot renamed: its value would be lost on resume
-    let mut l = original.clone();
-    edit_line(&mut l, 29, |v| {
+    let (line, field, message) = refused(&|v| {
         let a = v["attachment"].as_object_mut().unwrap();
         let prefix = a.remove("cliPrefix").unwrap();
         a.insert("cliPre&ix".into(), prefix);
     });
-    let e = parse(&l).unwrap_err();
     assert_eq!(
-        (e.line, e.field.as_str()),
+        (line, field.as_str()),
         (29, "attachment.cliPre&ix"),
-        "{}",
-        e.message
-    );
-    // renamed: no longer a prompt snapshot, yet it carries a system prompt
-    let mut l = original;
-    edit_line(&mut l, 29, |v| {
-        v["attachment"]["type"] = json!("prompt_snapshou")
-    });
-    let e = parse(&l).unwrap_err();
-    assert_eq!(
-        (e.line, e.field.as_str()),
-        (29, "attachment.type"),
-        "{}",
-        e.message
+        "{message}"
     );
 }

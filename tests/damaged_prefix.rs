@@ -439,17 +439,20 @@ fn unverifiable(agent: &str, line: &Value, damaged: &Value, path: &str) -> bool 
     }
 }
 
+/// The JSON value of the JSON text at `pointer` (a call's arguments), if it is one.
+fn json_text_at(v: &Value, pointer: &str) -> Option<Value> {
+    v.pointer(pointer)
+        .and_then(Value::as_str)
+        .and_then(|a| serde_json::from_str(a).ok())
+}
+
 /// Whether a Codex `exec_command` call's arguments (a JSON text) still say the same command:
 /// the same `cmd`, `workdir`, `shell` and `login` (what its `item_completed` event shows, as
 /// the command line and its directory). Its other arguments (the output budget,
 /// `yield_time_ms`, `tty`, a key Codex's argument struct does not name and so ignores) are
 /// repeated by no event.
 fn command_unchanged(before: &Value, after: &Value) -> bool {
-    let args = |v: &Value| {
-        v.pointer("/payload/arguments")
-            .and_then(Value::as_str)
-            .and_then(|a| serde_json::from_str::<Value>(a).ok())
-    };
+    let args = |v: &Value| json_text_at(v, "/payload/arguments");
     match (args(before), args(after)) {
         (Some(a @ Value::Object(_)), Some(b @ Value::Object(_))) => {
             ["cmd", "workdir", "shell", "login"]
@@ -463,11 +466,7 @@ fn command_unchanged(before: &Value, after: &Value) -> bool {
 /// Whether an OpenHands call's arguments (`/tool_call/arguments`, a JSON text) differ only in
 /// `security_risk` between the undamaged and the damaged event.
 fn security_risk_only(before: &Value, after: &Value) -> bool {
-    let args = |v: &Value| {
-        v.pointer("/tool_call/arguments")
-            .and_then(Value::as_str)
-            .and_then(|a| serde_json::from_str::<Value>(a).ok())
-    };
+    let args = |v: &Value| json_text_at(v, "/tool_call/arguments");
     match (args(before), args(after)) {
         (Some(Value::Object(mut a)), Some(Value::Object(mut b))) => {
             a.remove("security_risk");

@@ -61,13 +61,16 @@ fn agrees(snapshot: &Value, shape: &Value) -> bool {
 }
 
 /// The keys of a `prompt_snapshot` attachment (the same from 2.1.286, the first release the
-/// continuation supports, to 2.1.332; genuine sessions of both in `tests/fixtures/claude/`).
-const SNAPSHOT_KEYS: [&str; 11] = [
+/// continuation supports, to 2.1.332; genuine sessions of both in `tests/fixtures/claude/`):
+/// its fields, and its flags (booleans).
+const SNAPSHOT_FIELDS: [&str; 5] = [
     "type",
     "systemPrompt",
     "tools",
     "cliPrefix",
     "contextRendering",
+];
+const SNAPSHOT_FLAGS: [&str; 6] = [
     "reminderFold",
     "echoWireToolInputs",
     "systemTurns",
@@ -149,14 +152,7 @@ pub fn check(path: &Path, records: &[Record]) -> Result<(), TrajectoryError> {
                 ));
             }
         }
-        for key in [
-            "reminderFold",
-            "echoWireToolInputs",
-            "systemTurns",
-            "toolChangeHeader",
-            "inlineTools",
-            "keptReminders",
-        ] {
+        for key in SNAPSHOT_FLAGS {
             if a.get(key).is_some_and(|v| !v.is_boolean()) {
                 return Err(err(
                     path,
@@ -174,18 +170,20 @@ pub fn check(path: &Path, records: &[Record]) -> Result<(), TrajectoryError> {
             .get("version")
             .and_then(Value::as_str)
             .is_some_and(|v| super::versions::CONTINUE_RANGE.contains(v));
-        if let Some(key) = a
-            .as_object()
-            .filter(|_| known_keys)
-            .and_then(|o| o.keys().find(|k| !SNAPSHOT_KEYS.contains(&k.as_str())))
-        {
+        if let Some(key) = a.as_object().filter(|_| known_keys).and_then(|o| {
+            o.keys().find(|k| {
+                !SNAPSHOT_FIELDS.contains(&k.as_str()) && !SNAPSHOT_FLAGS.contains(&k.as_str())
+            })
+        }) {
             return Err(err(
                 path,
                 r.line,
                 &format!("attachment.{key}"),
                 format!(
                     "`{key}` is not a key of the prompt snapshots Claude Code writes ({})",
-                    SNAPSHOT_KEYS.join(", ")
+                    [&SNAPSHOT_FIELDS[..], &SNAPSHOT_FLAGS[..]]
+                        .concat()
+                        .join(", ")
                 ),
             ));
         }
