@@ -338,7 +338,8 @@ fn mutate_value(v: &mut Value, k: usize, rng: &mut rand::rngs::StdRng) -> Option
 ///   arguments of an `update_plan` call (no event repeats a plan), and a command's arguments
 ///   other than the command line and its directory ([`command_unchanged`]).
 /// - Claude Code 2.1.332 hashes every message it sends and its system prompt and tools:
-///   nothing.
+///   nothing but the flags of a prompt snapshot, which it writes only when their condition
+///   holds (so a snapshot without one is one Claude writes too).
 /// - Pi 0.83: the content of user and assistant messages (texts, thinking, a call's
 ///   arguments), but not a call's id and tool, which its result repeats.
 /// - OpenCode 1.17: the texts of text and reasoning parts, a call's id and the values of its
@@ -376,6 +377,13 @@ fn unverifiable(agent: &str, line: &Value, damaged: &Value, path: &str) -> bool 
                             && p["name"] == "exec_command"
                             && under("/payload/arguments")
                             && command_unchanged(line, damaged))))
+        }
+        "claude-code" => {
+            line["attachment"]["type"] == "prompt_snapshot"
+                && damaged.pointer(path).is_none()
+                && path
+                    .strip_prefix("/attachment/")
+                    .is_some_and(|k| CONDITIONAL_FLAGS.contains(&k))
         }
         "pi-agent" => {
             let role = &line["message"]["role"];
@@ -439,6 +447,38 @@ fn unverifiable(agent: &str, line: &Value, damaged: &Value, path: &str) -> bool 
     }
 }
 
+/// The flags of a Claude Code prompt snapshot that Claude writes each on its own condition
+/// (`...x !== void 0 && {flag: x}` in 2.1.332's JavaScript), so that any may be absent.
+/// (`toolChangeHeader` and `inlineTools` are written together, and checked so.)
+const CONDITIONAL_FLAGS: [&str; 3] = ["systemTurns", "keptReminders", "toolResultSafeguards"];
+
+/// Whether two OpenCode exports differ only in the order of keys inside calls' arguments
+/// (`state.input`, at any depth), which nothing else records.
+fn argument_order_only(x: &Value, y: &Value) -> bool {
+    fn sort_all(v: &mut Value) {
+        match v {
+            Value::Object(o) => {
+                o.sort_keys();
+                o.values_mut().for_each(sort_all);
+            }
+            Value::Array(a) => a.iter_mut().for_each(sort_all),
+            _ => {}
+        }
+    }
+    fn sorted_inputs(v: &Value) -> Value {
+        let mut v = v.clone();
+        for m in v["messages"].as_array_mut().into_iter().flatten() {
+            for p in m["parts"].as_array_mut().into_iter().flatten() {
+                if let Some(input) = p.pointer_mut("/state/input") {
+                    sort_all(input);
+                }
+            }
+        }
+        v
+    }
+    serde_json::to_string(&sorted_inputs(x)).ok() == serde_json::to_string(&sorted_inputs(y)).ok()
+}
+
 /// The JSON value of the JSON text at `pointer` (a call's arguments), if it is one.
 fn json_text_at(v: &Value, pointer: &str) -> Option<Value> {
     v.pointer(pointer)
@@ -498,6 +538,9 @@ fn only_unverifiable(agent: &str, text: &str, damaged: &str, doc: bool) -> bool 
     ) else {
         return false;
     };
+    if agent == "opencode" && doc && argument_order_only(&x, &y) {
+        return true;
+    }
     // JSON pointers (`/payload/content/0`) of the differences.
     let paths: Vec<String> = pvisor::certify::check::differences(&x, &y)
         .into_iter()

@@ -60,23 +60,28 @@ fn agrees(snapshot: &Value, shape: &Value) -> bool {
     })
 }
 
-/// The keys of a `prompt_snapshot` attachment (the same from 2.1.286, the first release the
-/// continuation supports, to 2.1.332; genuine sessions of both in `tests/fixtures/claude/`):
-/// its fields, and its flags (booleans).
-const SNAPSHOT_FIELDS: [&str; 5] = [
+/// The keys of a `prompt_snapshot` attachment: those of the schema Claude reads it with
+/// (2.1.332's bundled JavaScript; the genuine sessions of 2.1.286 and 2.1.332 in
+/// `tests/fixtures/claude/` write a subset): its fields, and its flags (booleans). Claude
+/// writes each flag only when its condition holds, so any of them may be absent.
+const SNAPSHOT_FIELDS: [&str; 7] = [
     "type",
     "systemPrompt",
     "tools",
     "cliPrefix",
     "contextRendering",
+    "systemTurnsAnsweredBy",
+    "leadingTools",
 ];
-const SNAPSHOT_FLAGS: [&str; 6] = [
+const SNAPSHOT_FLAGS: [&str; 8] = [
     "reminderFold",
     "echoWireToolInputs",
     "systemTurns",
     "toolChangeHeader",
     "inlineTools",
     "keptReminders",
+    "toolResultSafeguards",
+    "effortAfterText",
 ];
 
 /// Check the records of one session.
@@ -185,6 +190,16 @@ pub fn check(path: &Path, records: &[Record]) -> Result<(), TrajectoryError> {
                         .concat()
                         .join(", ")
                 ),
+            ));
+        }
+        // Claude writes these two together (the same condition).
+        if a.get("toolChangeHeader").is_some() != a.get("inlineTools").is_some() {
+            return Err(err(
+                path,
+                r.line,
+                "attachment.inlineTools",
+                "`toolChangeHeader` and `inlineTools` are written together, and one is missing"
+                    .into(),
             ));
         }
         // Each tool's own name and description are its schema's.
