@@ -47,18 +47,24 @@ fn write_canonical<W: std::io::Write + ?Sized>(v: &Value, out: &mut W) -> std::i
             }
             out.write_all(b"}")
         }
-        Value::Array(items) => {
-            out.write_all(b"[")?;
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.write_all(b",")?;
-                }
-                write_canonical(item, out)?;
-            }
-            out.write_all(b"]")
-        }
+        Value::Array(items) => write_canonical_list(items, out),
         scalar => Ok(serde_json::to_writer(&mut *out, scalar)?),
     }
+}
+
+/// Writes the canonical JSON of a list of values (a JSON array).
+fn write_canonical_list<W: std::io::Write + ?Sized>(
+    items: &[Value],
+    out: &mut W,
+) -> std::io::Result<()> {
+    out.write_all(b"[")?;
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.write_all(b",")?;
+        }
+        write_canonical(item, out)?;
+    }
+    out.write_all(b"]")
 }
 
 /// `blake3:<hex>` of what `write` writes, hashed as it is written (no intermediate text).
@@ -113,16 +119,7 @@ pub fn message_digest(m: &Value) -> String {
 /// `blake3:<hex>` of a conversation prefix (a list of canonical items): the digest of the
 /// list's canonical JSON, written item by item without copying the list.
 pub fn prefix_digest(messages: &[Value]) -> String {
-    streamed_blake3(|out| {
-        out.write_all(b"[")?;
-        for (i, m) in messages.iter().enumerate() {
-            if i > 0 {
-                out.write_all(b",")?;
-            }
-            write_canonical(m, out)?;
-        }
-        out.write_all(b"]")
-    })
+    streamed_blake3(|out| write_canonical_list(messages, out))
 }
 
 #[cfg(test)]

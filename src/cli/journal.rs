@@ -8,7 +8,7 @@ use journal_format::TailState;
 
 use super::error::CliError;
 use super::exit;
-use super::output::{emit, emit_with};
+use super::output::{emit, emit_json};
 use crate::fold::{self, ReplayState};
 use crate::journal::{read_events, resolve_path, JournalError};
 use crate::report::{export::rfc3339, export::write_export_line, summary};
@@ -319,10 +319,7 @@ fn audit(
         match format {
             AuditFormat::Text => emit(&output, &audit::text::render(&r))?,
             // Written as it is serialized: the timeline streams from the journal.
-            AuditFormat::Json => emit_with(&output, |w| {
-                serde_json::to_writer_pretty(&mut *w, &r)?;
-                w.write_all(b"\n")
-            })?,
+            AuditFormat::Json => emit_json(&output, &r)?,
             AuditFormat::Html => emit(&output, &audit::html::render(&r))?,
         }
         return Ok(if r.ok { exit::OK } else { exit::AUDIT_FAILED });
@@ -376,10 +373,7 @@ fn audit(
                     })
                     .collect(),
             };
-            emit_with(&output, |w| {
-                serde_json::to_writer_pretty(&mut *w, &fleet)?;
-                w.write_all(b"\n")
-            })?;
+            emit_json(&output, &fleet)?;
             return Ok(if ok { exit::OK } else { exit::AUDIT_FAILED });
         }
         AuditFormat::Text => {

@@ -12,8 +12,17 @@ pub fn emit(output: &Option<PathBuf>, text: &str) -> Result<(), CliError> {
     emit_with(output, |w| w.write_all(text.as_bytes()))
 }
 
+/// Write `value` as pretty JSON and a newline to `output` (or stdout), as it is serialized
+/// (a value that streams, like the audit's timeline, is never held as one text).
+pub fn emit_json(output: &Option<PathBuf>, value: &impl serde::Serialize) -> Result<(), CliError> {
+    emit_with(output, |w| {
+        serde_json::to_writer_pretty(&mut *w, value)?;
+        w.write_all(b"\n")
+    })
+}
+
 /// Write to `output` (or stdout) through a buffer, as `write` produces it.
-pub fn emit_with(
+fn emit_with(
     output: &Option<PathBuf>,
     write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
 ) -> Result<(), CliError> {

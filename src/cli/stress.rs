@@ -22,7 +22,7 @@ const SUMMARIES_PER_EVENT: u64 = 5_000;
 
 /// The summaries of batches `first..` (at most [`SUMMARIES_PER_EVENT`], none past `batches`).
 fn summaries(first: u64, batches: u64) -> Vec<BatchSummary> {
-    let d = |x: String| format!("blake3:{}", blake3::hash(x.as_bytes()).to_hex());
+    let d = |x: String| crate::digest::blake3(x.as_bytes());
     (first..=batches.min(first + SUMMARIES_PER_EVENT - 1))
         .map(|i| BatchSummary {
             index: i,
@@ -40,7 +40,7 @@ fn summaries(first: u64, batches: u64) -> Vec<BatchSummary> {
 }
 
 fn next(s: &ReplayState, started_here: bool, batches: u64) -> Option<Event> {
-    let d = |x: String| format!("blake3:{}", blake3::hash(x.as_bytes()).to_hex());
+    let d = |x: String| crate::digest::blake3(x.as_bytes());
     Some(match s.phase {
         Phase::Empty => Event::RunRequested(Box::new(RunRequested {
             run_id: "stress".into(),

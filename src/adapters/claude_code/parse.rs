@@ -413,7 +413,7 @@ fn find_tip(records: &[Record], nodes: &HashMap<&str, usize>) -> Option<usize> {
 }
 
 /// The record types Claude Code loads into a conversation (the others it skips).
-const CONVERSATION_TYPES: [&str; 5] = ["user", "assistant", "attachment", "system", "progress"];
+pub const CONVERSATION_TYPES: [&str; 5] = ["user", "assistant", "attachment", "system", "progress"];
 
 /// Every record of the conversation is one Claude loads: a record of another type on the
 /// chain would be skipped when Claude resumes, cutting the chain there (everything before

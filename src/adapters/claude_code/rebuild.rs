@@ -118,11 +118,7 @@ impl Line {
         self.v.pointer("/message/id").and_then(Value::as_str)
     }
     fn is_conversational(&self) -> bool {
-        self.uuid().is_some()
-            && matches!(
-                self.ty(),
-                "user" | "assistant" | "attachment" | "system" | "progress"
-            )
+        self.uuid().is_some() && super::parse::CONVERSATION_TYPES.contains(&self.ty())
     }
     /// `tool_use_id`s of the tool_result blocks of a user record.
     fn result_ids(&self) -> Vec<String> {
