@@ -6,8 +6,10 @@ use journal_format::TailState;
 use serde::Serialize;
 use sha2::Digest;
 
-use crate::fold::{self, ReplayState};
+use super::reread::{observation_of, CallReports, Timeline};
+use crate::fold::{self, state::CallState, ReplayState};
 use crate::journal::{read_events, resolve_path, BlobStore, StoredEvent};
+use journal_format::event::WorkspaceCheckpointed;
 
 pub const AUDIT_SCHEMA: &str = "pvisor.audit/v1";
 
@@ -68,7 +70,8 @@ pub struct AuditReport {
     pub checks: Checks,
     pub findings: Vec<Finding>,
     pub run: serde_json::Value,
-    pub calls: Vec<CallReport>,
+    /// One report per call, read again from the journal as the report is written (not held).
+    pub calls: CallReports,
     pub steps: Vec<StepReport>,
     /// Live steps a resumed attempt replaced (kept in the journal, not counted).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -161,39 +164,42 @@ fn text_files(dir: &Path, out: &mut Vec<PathBuf>) {
 /// Audit one run. `path` is its journal or state directory.
 ///
 /// The journal is read once, event by event: each is folded, its export line searched for
-/// the boundary prompt and the key, and the blobs it carries noted; no event is kept. The
-/// timeline reads the journal again when the report is written. What the report holds
-/// grows with the calls (the fold's state and one report per call), not with the events.
+/// the boundary prompt and the key; once a batch finishes, its calls' blobs and its
+/// checkpoints are checked and the batch leaves the fold's state. No event and no call is
+/// kept: the timeline and the call reports read the journal again when the report is
+/// written. What the audit holds is the run's summary and its findings (one per problem).
 pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalError> {
     let file = resolve_path(path)?;
     let state_dir = file.parent().map(PathBuf::from).unwrap_or_default();
     let mut findings = vec![];
-    let mut pass = Pass::default();
+    let mut pass = Pass::new(BlobStore::new(&state_dir));
     let scan = read_events(&file, |e| {
         pass.take(&e);
         Ok(())
     });
     let (integrity, head) = check_integrity(&scan, &mut findings);
-    let Pass {
-        state,
-        events,
-        order_failure,
-        carried,
-        in_journal,
-        targets,
-        ..
-    } = pass;
-    let order = match order_failure {
+    pass.finish();
+    let order = match pass.order_failure.take() {
         Some(f) => {
             findings.push(f);
             "failed".to_string()
         }
         None => "ok".to_string(),
     };
-    let blobs = BlobStore::new(&state_dir);
+    let Pass {
+        state,
+        events,
+        in_journal,
+        targets,
+        blobs,
+        missing,
+        checkpoints,
+        calls,
+        ..
+    } = pass;
     let budget = check_budget(&state, &mut findings);
     let bridge = check_bridge(&state, &blobs, &mut findings);
-    let blob_status = check_blobs(&state, &carried, &blobs, &mut findings);
+    let blob_status = blob_findings(&file, missing, checkpoints, &mut findings);
     let out_dir = state.request.as_ref().map(|r| PathBuf::from(&r.output_dir));
     let privacy = match &targets {
         Some(t) if !t.is_empty() => {
@@ -240,7 +246,14 @@ pub fn audit_run(path: &Path) -> Result<AuditReport, crate::journal::JournalErro
         },
         findings,
         run: derived,
-        calls: call_reports(&state, &blobs),
+        calls: CallReports {
+            journal: file.clone(),
+            state_dir,
+            events,
+            count: calls.count,
+            compared: calls.compared,
+            compared_equal: calls.compared_equal,
+        },
         steps: step_reports(&state.steps),
         superseded_steps: step_reports(&state.superseded_steps),
         timeline: Timeline {
@@ -294,31 +307,72 @@ impl Targets {
 }
 
 /// The one pass over the journal's events.
-#[derive(Default)]
 struct Pass {
     state: ReplayState,
     events: u64,
     /// The first event the fold refused (nothing after it is folded).
     order_failure: Option<Finding>,
-    /// Blobs whose content the journal carries (format 1.6).
-    carried: std::collections::HashSet<String>,
     /// Whether the journal, as exported, shows (the prompt, the key).
     in_journal: (bool, bool),
     /// Known once the run's request is folded (its first event).
     targets: Option<Targets>,
     line: Vec<u8>,
+    blobs: BlobStore,
+    /// The calls' blobs that could not be read or verified, in call order (whether the
+    /// journal carries them is looked up at the end, for these alone).
+    missing: Vec<MissingBlob>,
+    /// The checkpoints' findings, by checkpoint.
+    checkpoints: Vec<((u64, u64), Finding)>,
+    calls: Counted,
+}
+
+/// A blob a call names whose file cannot be read or does not hash to its name.
+struct MissingBlob {
+    blob: String,
+    batch: u64,
+    call: u64,
+    error: String,
+}
+
+#[derive(Default)]
+struct Counted {
+    count: u64,
+    compared: u64,
+    compared_equal: u64,
 }
 
 impl Pass {
+    fn new(blobs: BlobStore) -> Pass {
+        Pass {
+            state: ReplayState::default(),
+            events: 0,
+            order_failure: None,
+            in_journal: (false, false),
+            targets: None,
+            line: Vec::new(),
+            blobs,
+            missing: Vec::new(),
+            checkpoints: Vec::new(),
+            calls: Counted::default(),
+        }
+    }
+
     fn take(&mut self, e: &StoredEvent) {
         self.events += 1;
         if self.order_failure.is_none() {
-            if let Err(fe) = fold::apply(&mut self.state, e) {
-                self.order_failure = Some(finding("order", "error", fe.to_string(), Some(fe.seq)));
+            match fold::apply_streaming(&mut self.state, e) {
+                Ok(Some(done)) => {
+                    done.calls.iter().for_each(|c| self.check_call(c));
+                    done.checkpoints
+                        .iter()
+                        .for_each(|c| self.check_checkpoint(c));
+                }
+                Ok(None) => {}
+                Err(fe) => {
+                    self.order_failure =
+                        Some(finding("order", "error", fe.to_string(), Some(fe.seq)))
+                }
             }
-        }
-        if let journal_format::Event::BlobStored(b) = &e.event {
-            self.carried.insert(b.blob.clone());
         }
         if self.targets.is_none() && self.state.request.is_some() {
             self.targets = Some(Targets::of(&self.state));
@@ -330,6 +384,60 @@ impl Pass {
             let _ = crate::report::export::write_export_line(&mut self.line, e);
             let (p, k) = t.shown_in(&String::from_utf8_lossy(&self.line));
             self.in_journal = (self.in_journal.0 || p, self.in_journal.1 || k);
+        }
+    }
+
+    /// The calls and checkpoints of the batch the run stopped in, and of the live steps.
+    fn finish(&mut self) {
+        let calls: Vec<CallState> = self.state.calls.values().cloned().collect();
+        calls.iter().for_each(|c| self.check_call(c));
+        let checkpoints: Vec<WorkspaceCheckpointed> =
+            self.state.checkpoints.values().cloned().collect();
+        checkpoints.iter().for_each(|c| self.check_checkpoint(c));
+        self.checkpoints.sort_by_key(|(key, _)| *key);
+    }
+
+    /// A call: its observation and diff blobs; counted for the report.
+    fn check_call(&mut self, c: &CallState) {
+        let refs = c
+            .finished
+            .iter()
+            .map(|f| f.observation_blob.clone())
+            .chain(c.compared.iter().filter_map(|x| x.diff_blob.clone()));
+        for r in refs {
+            if let Err(e) = self.blobs.get_verified(&r) {
+                self.missing.push(MissingBlob {
+                    blob: r,
+                    batch: c.batch,
+                    call: c.call,
+                    error: e.to_string(),
+                });
+            }
+        }
+        let observation = observation_of(c);
+        self.calls.count += 1;
+        if matches!(observation, "equal" | "equal_except_dynamic" | "differs") {
+            self.calls.compared += 1;
+            self.calls.compared_equal += (observation != "differs") as u64;
+        }
+    }
+
+    fn check_checkpoint(&mut self, c: &WorkspaceCheckpointed) {
+        if let Err(e) = check_checkpoint(&self.blobs, &c.manifest_blob) {
+            let at = if c.batch == 0 {
+                format!("live step {}", c.call)
+            } else {
+                format!("batch {} call {}", c.batch, c.call)
+            };
+            self.checkpoints.push((
+                (c.batch, c.call),
+                finding(
+                    "blobs",
+                    "error",
+                    format!("workspace checkpoint before {at}: {e}"),
+                    None,
+                ),
+            ));
         }
     }
 }
@@ -379,7 +487,7 @@ fn check_budget(state: &ReplayState, findings: &mut Vec<Finding>) -> String {
         }
         if state.phase.is_terminal()
             && state.failure.is_none()
-            && state.batch_digests.len() as u64 != b.after_step
+            && state.batches_done != b.after_step
             && state.mode() != Some(journal_format::event::Mode::PrepareOnly)
         {
             findings.push(finding(
@@ -387,8 +495,7 @@ fn check_budget(state: &ReplayState, findings: &mut Vec<Finding>) -> String {
                 "error",
                 format!(
                     "{} batches replayed, boundary is {}",
-                    state.batch_digests.len(),
-                    b.after_step
+                    state.batches_done, b.after_step
                 ),
                 None,
             ));
@@ -470,61 +577,59 @@ fn check_bridge(state: &ReplayState, blobs: &BlobStore, findings: &mut Vec<Findi
     bridge
 }
 
-/// blobs: every observation and diff blob, then every workspace checkpoint.
-fn check_blobs(
-    state: &ReplayState,
-    carried: &std::collections::HashSet<String>,
-    blobs: &BlobStore,
+/// blobs: every observation and diff blob, then every workspace checkpoint. A call's blob
+/// whose file fails is a warning when the journal carries its content (format 1.6; the fold
+/// checked it), an error otherwise.
+fn blob_findings(
+    file: &Path,
+    missing: Vec<MissingBlob>,
+    checkpoints: Vec<((u64, u64), Finding)>,
     findings: &mut Vec<Finding>,
 ) -> String {
-    let held = |r: &str| carried.contains(r);
     let mut blob_status = "ok".to_string();
-    for c in state.calls.values() {
-        let refs = c
-            .finished
-            .iter()
-            .map(|f| f.observation_blob.clone())
-            .chain(c.compared.iter().filter_map(|x| x.diff_blob.clone()));
-        for r in refs {
-            if let Err(e) = blobs.get_verified(&r) {
-                // A blob the journal carries (format 1.6) is intact there (the fold checked
-                // it); its file is the readable copy, written back when the run resumes.
-                if held(&r) {
-                    findings.push(finding(
-                        "blobs",
-                        "warning",
-                        format!("the file of blob {r} (batch {} call {}): {e}; the journal holds its content, and resuming the run writes the file back", c.batch, c.call),
-                        None,
-                    ));
-                    continue;
-                }
-                findings.push(finding(
-                    "blobs",
-                    "error",
-                    format!("blob {r} of batch {} call {}: {e}", c.batch, c.call),
-                    None,
-                ));
-                blob_status = "failed".into();
-            }
-        }
-    }
-    for c in state.checkpoints.values() {
-        if let Err(e) = check_checkpoint(blobs, &c.manifest_blob) {
-            let at = if c.batch == 0 {
-                format!("live step {}", c.call)
-            } else {
-                format!("batch {} call {}", c.batch, c.call)
-            };
+    let carried = carried_among(file, &missing);
+    for m in missing {
+        let (r, e) = (&m.blob, &m.error);
+        if carried.contains(r.as_str()) {
             findings.push(finding(
                 "blobs",
-                "error",
-                format!("workspace checkpoint before {at}: {e}"),
+                "warning",
+                format!("the file of blob {r} (batch {} call {}): {e}; the journal holds its content, and resuming the run writes the file back", m.batch, m.call),
                 None,
             ));
-            blob_status = "failed".into();
+            continue;
         }
+        findings.push(finding(
+            "blobs",
+            "error",
+            format!("blob {r} of batch {} call {}: {e}", m.batch, m.call),
+            None,
+        ));
+        blob_status = "failed".into();
+    }
+    for (_, f) in checkpoints {
+        findings.push(f);
+        blob_status = "failed".into();
     }
     blob_status
+}
+
+/// Which of the missing blobs the journal carries (read again only when one is missing).
+fn carried_among(file: &Path, missing: &[MissingBlob]) -> std::collections::HashSet<String> {
+    let mut carried = std::collections::HashSet::new();
+    if missing.is_empty() {
+        return carried;
+    }
+    let wanted: std::collections::HashSet<&str> = missing.iter().map(|m| m.blob.as_str()).collect();
+    let _ = read_events(file, |e| {
+        if let journal_format::Event::BlobStored(b) = &e.event {
+            if wanted.contains(b.blob.as_str()) {
+                carried.insert(b.blob.clone());
+            }
+        }
+        Ok(())
+    });
+    carried
 }
 
 /// A workspace checkpoint: the manifest and every pack it names.
@@ -641,44 +746,6 @@ fn check_result(
     result_file
 }
 
-/// One report per call, with its observation's comparison outcome and diff.
-fn call_reports(state: &ReplayState, blobs: &BlobStore) -> Vec<CallReport> {
-    state
-        .calls
-        .values()
-        .map(|c| {
-            let observation = match (&c.finished, &c.compared) {
-                (None, _) => "in_doubt",
-                (Some(f), _) if f.stale => "stale",
-                (Some(_), Some(x)) if x.equal => "equal",
-                (Some(_), Some(x)) if x.equal_masked => "equal_except_dynamic",
-                (Some(_), Some(_)) => "differs",
-                (Some(_), None) => "not_compared",
-            };
-            CallReport {
-                batch: c.batch,
-                call: c.call,
-                call_id: c.call_id.clone(),
-                tool: c.tool.clone(),
-                args_digest: c.args_digest.clone(),
-                exit_code: c.finished.as_ref().and_then(|f| f.exit_code),
-                is_error: c.finished.as_ref().map(|f| f.is_error),
-                duration_ms: c.finished.as_ref().map(|f| f.duration_ms),
-                observation: observation.into(),
-                observation_digest: c.finished.as_ref().map(|f| f.observation_digest.clone()),
-                diff: c
-                    .compared
-                    .as_ref()
-                    .and_then(|x| x.diff_blob.as_ref())
-                    .and_then(|b| blobs.get(b).ok())
-                    .map(|b| String::from_utf8_lossy(&b).into_owned()),
-                starts: c.starts,
-                in_doubt_decisions: c.in_doubt_decisions.clone(),
-            }
-        })
-        .collect()
-}
-
 fn step_reports(steps: &[journal_format::event::ContinuationStep]) -> Vec<StepReport> {
     steps
         .iter()
@@ -688,88 +755,6 @@ fn step_reports(steps: &[journal_format::event::ContinuationStep]) -> Vec<StepRe
             tools: s.tools.clone(),
         })
         .collect()
-}
-
-/// The timeline of the report: one line per event (seq, time, name, summary), read from the
-/// journal when the report is serialized, so the report never holds the events.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Timeline {
-    journal: PathBuf,
-    /// How many events the audit read: the timeline has exactly these.
-    events: u64,
-}
-
-impl Timeline {
-    /// Visit each line, in order; stops at the first error `f` returns.
-    pub fn for_each<E>(
-        &self,
-        mut f: impl FnMut(TimelineLine<'_>) -> Result<(), E>,
-    ) -> Result<(), TimelineError<E>> {
-        let mut seen = 0u64;
-        let mut failed = None;
-        let _ = read_events(&self.journal, |e| {
-            if failed.is_none() && seen < self.events {
-                seen += 1;
-                let summary = crate::report::summary(&e.event);
-                let line = TimelineLine {
-                    seq: e.seq,
-                    at: crate::report::export::rfc3339(e.at_ms),
-                    event: e.event.name(),
-                    summary: &summary,
-                };
-                if let Err(err) = f(line) {
-                    failed = Some(err);
-                }
-            }
-            Ok(())
-        });
-        match failed {
-            Some(e) => Err(TimelineError::Visit(e)),
-            None if seen < self.events => Err(TimelineError::Changed {
-                journal: self.journal.clone(),
-                read: seen,
-                audited: self.events,
-            }),
-            None => Ok(()),
-        }
-    }
-}
-
-/// One event of the timeline.
-#[derive(Debug, Serialize)]
-pub struct TimelineLine<'a> {
-    pub seq: u64,
-    pub at: String,
-    pub event: &'static str,
-    pub summary: &'a str,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum TimelineError<E> {
-    #[error("{0}")]
-    Visit(E),
-    /// The journal lost events between the audit and the writing of its report.
-    #[error(
-        "{journal}: {read} events could be read again for the timeline, the audit read {audited}"
-    )]
-    Changed {
-        journal: PathBuf,
-        read: u64,
-        audited: u64,
-    },
-}
-
-impl Serialize for Timeline {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::{Error, SerializeSeq};
-        let mut seq = s.serialize_seq(Some(self.events as usize))?;
-        self.for_each(|line| seq.serialize_element(&line))
-            .map_err(|e| match e {
-                TimelineError::Visit(e) => e,
-                changed => S::Error::custom(changed.to_string()),
-            })?;
-        seq.end()
-    }
 }
 
 /// The neutralized snapshots of every continuation start, without repeats.

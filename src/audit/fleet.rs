@@ -96,18 +96,7 @@ pub fn summarize(all: &[(PathBuf, Result<AuditReport, String>)]) -> serde_json::
                 if let Some(c) = r.run["failure"]["category"].as_str() {
                     count(c, &mut failures);
                 }
-                let (mut rc, mut re) = (0u64, 0u64);
-                for c in &r.calls {
-                    if c.observation != "in_doubt"
-                        && c.observation != "not_compared"
-                        && c.observation != "stale"
-                    {
-                        rc += 1;
-                        if c.observation == "equal" || c.observation == "equal_except_dynamic" {
-                            re += 1;
-                        }
-                    }
-                }
+                let (rc, re) = (r.calls.compared, r.calls.compared_equal);
                 compared += rc;
                 equal += re;
                 let first = &r.run["metadata"]["bridge"]["first_request_ends_at_boundary"];

@@ -6,6 +6,7 @@ pub mod check;
 pub mod compare;
 pub mod fleet;
 pub mod html;
+pub mod reread;
 pub mod text;
 
 pub use check::{audit_run, AuditReport, Finding};

@@ -2,10 +2,14 @@
 
 use std::fmt::Write;
 
-use super::check::AuditReport;
+use std::convert::Infallible;
 
-pub fn render(r: &AuditReport) -> String {
-    let mut s = String::new();
+use super::check::AuditReport;
+use super::reread::RereadError;
+
+/// Write the report as text to `s`, as it is made (the call reports are read again from the
+/// journal as they are written).
+pub fn render(r: &AuditReport, s: &mut dyn Write) -> Result<(), RereadError<Infallible>> {
     let run = &r.run;
     let _ = writeln!(s, "audit of {}", r.journal);
     let _ = writeln!(s, "verdict: {}", if r.ok { "OK" } else { "FAILED" });
@@ -119,7 +123,7 @@ pub fn render(r: &AuditReport) -> String {
             "  {:<5} {:<4} {:<14} {:<28} {:>5} {:>8}  observation",
             "batch", "call", "tool", "call id", "exit", "ms"
         );
-        for c in &r.calls {
+        r.calls.for_each(|c| {
             let _ = writeln!(
                 s,
                 "  {:<5} {:<4} {:<14} {:<28} {:>5} {:>8}  {}{}",
@@ -152,7 +156,8 @@ pub fn render(r: &AuditReport) -> String {
                     let _ = writeln!(s, "      {line}");
                 }
             }
-        }
+            Ok::<(), Infallible>(())
+        })?;
     }
     if !r.steps.is_empty() {
         let _ = writeln!(s, "\ncontinuation steps:");
@@ -181,5 +186,5 @@ pub fn render(r: &AuditReport) -> String {
             );
         }
     }
-    s
+    Ok(())
 }

@@ -8,7 +8,7 @@ use journal_format::TailState;
 
 use super::error::CliError;
 use super::exit;
-use super::output::{emit, emit_json};
+use super::output::{emit, emit_fmt, emit_json};
 use crate::fold::{self, ReplayState};
 use crate::journal::{read_events, resolve_path, JournalError};
 use crate::report::{export::rfc3339, export::write_export_line, summary};
@@ -135,7 +135,8 @@ fn verify(path: PathBuf, json: bool, deep: bool) -> Result<i32, CliError> {
     let res = if deep {
         read_events(&file, |e| {
             if fold_err.is_none() {
-                if let Err(fe) = fold::apply(&mut state, &e) {
+                // A finished batch leaves the state: memory stays flat however long the run.
+                if let Err(fe) = fold::apply_streaming(&mut state, &e) {
                     fold_err = Some(fe);
                 }
             }
@@ -200,8 +201,8 @@ fn show(path: PathBuf) -> Result<i32, CliError> {
     );
     let mut bad = None;
     let rep = read_events(&file, |e| {
-        let phase = match fold::apply(&mut state, &e) {
-            Ok(()) => state.phase.name(),
+        let phase = match fold::apply_streaming(&mut state, &e) {
+            Ok(_) => state.phase.name(),
             Err(fe) => {
                 bad.get_or_insert(fe);
                 "ILLEGAL".into()
@@ -317,7 +318,9 @@ fn audit(
     if single {
         let r = audit::audit_run(&path)?;
         match format {
-            AuditFormat::Text => emit(&output, &audit::text::render(&r))?,
+            AuditFormat::Text => emit_fmt(&output, |w| {
+                audit::text::render(&r, w).map_err(|e| e.to_string())
+            })?,
             // Written as it is serialized: the timeline streams from the journal.
             AuditFormat::Json => emit_json(&output, &r)?,
             AuditFormat::Html => emit(&output, &audit::html::render(&r))?,

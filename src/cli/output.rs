@@ -21,6 +21,41 @@ pub fn emit_json(output: &Option<PathBuf>, value: &impl serde::Serialize) -> Res
     })
 }
 
+/// Write a text to `output` (or stdout) as `write` produces it, without holding it; an
+/// error `write` returns fails the output with its message.
+pub fn emit_fmt(
+    output: &Option<PathBuf>,
+    write: impl FnOnce(&mut dyn std::fmt::Write) -> Result<(), String>,
+) -> Result<(), CliError> {
+    emit_with(output, |w| {
+        let mut to = FmtToIo { w, error: None };
+        let made = write(&mut to);
+        match to.error {
+            Some(e) => Err(e),
+            None => made.map_err(std::io::Error::other),
+        }
+    })
+}
+
+/// `fmt::Write` onto an `io::Write`, keeping the first I/O error (its kind says whether the
+/// reader closed the pipe); writes after it do nothing.
+struct FmtToIo<'a> {
+    w: &'a mut dyn std::io::Write,
+    error: Option<std::io::Error>,
+}
+
+impl std::fmt::Write for FmtToIo<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        if self.error.is_some() {
+            return Err(std::fmt::Error);
+        }
+        self.w.write_all(s.as_bytes()).map_err(|e| {
+            self.error = Some(e);
+            std::fmt::Error
+        })
+    }
+}
+
 /// Write to `output` (or stdout) through a buffer, as `write` produces it.
 fn emit_with(
     output: &Option<PathBuf>,

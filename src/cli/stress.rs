@@ -39,7 +39,11 @@ fn summaries(first: u64, batches: u64) -> Vec<BatchSummary> {
         .collect()
 }
 
-fn next(s: &ReplayState, started_here: bool, batches: u64) -> Option<Event> {
+/// What every call of the synthetic run observes: one blob, stored once, so the run's
+/// blobs are all present (an audit of it checks them and finds nothing).
+const OBSERVATION: &[u8] = br#"{"text":"","is_error":false}"#;
+
+fn next(s: &ReplayState, started_here: bool, batches: u64, blob: &str) -> Option<Event> {
     let d = |x: String| crate::digest::blake3(x.as_bytes());
     Some(match s.phase {
         Phase::Empty => Event::RunRequested(Box::new(RunRequested {
@@ -122,9 +126,9 @@ fn next(s: &ReplayState, started_here: bool, batches: u64) -> Option<Event> {
                         exit_code: Some(0),
                         is_error: false,
                         duration_ms: 1,
-                        observation_digest: d(format!("o{k}")),
-                        observation_blob: "-".into(),
-                        observation_len: 1,
+                        observation_digest: d(String::new()),
+                        observation_blob: blob.into(),
+                        observation_len: OBSERVATION.len() as u64,
                         stale: false,
                         touched: vec![],
                     })
@@ -163,6 +167,15 @@ fn next(s: &ReplayState, started_here: bool, batches: u64) -> Option<Event> {
 
 pub fn run(state_dir: PathBuf, max_events: u64, batches: u64) -> Result<i32, CliError> {
     let (mut j, events, _) = Journal::open_dir(&state_dir)?;
+    let blob = crate::journal::BlobStore::new(&state_dir)
+        .put(OBSERVATION)
+        .map_err(|e| {
+            CliError::new(
+                exit::CONFIGURATION,
+                format!("cannot store a blob in {}: {e}", state_dir.display()),
+                None,
+            )
+        })?;
     let mut state = fold::fold(&events)
         .map_err(|e| CliError::new(exit::JOURNAL_ILLEGAL_ORDER, e.to_string(), None))?;
     let stdout = std::io::stdout();
@@ -171,7 +184,7 @@ pub fn run(state_dir: PathBuf, max_events: u64, batches: u64) -> Result<i32, Cli
     while n < max_events {
         // A call started by an earlier (killed) process and never finished is in doubt: the
         // decision is journaled before it is re-run. A call this process started is finished.
-        let Some(ev) = next(&state, started_here, batches) else {
+        let Some(ev) = next(&state, started_here, batches, &blob) else {
             break;
         };
         started_here = matches!(ev, Event::ToolCallStarted(_));

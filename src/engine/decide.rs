@@ -50,12 +50,7 @@ pub fn decide(s: &ReplayState) -> Step {
         Phase::Prepared if mode == Some(Mode::PrepareOnly) => Step::Finish,
         Phase::Prepared => Step::StartBatch(1),
         Phase::Replaying(k) => {
-            let n_calls = s
-                .parsed
-                .as_ref()
-                .and_then(|p| p.batches.get(k as usize - 1))
-                .map(|b| b.calls.len() as u64)
-                .unwrap_or(0);
+            let n_calls = s.parsed.as_ref().and_then(|p| p.calls_of(k)).unwrap_or(0);
             for i in 0..n_calls {
                 match s.calls.get(&(k, i)) {
                     None => return Step::RunCall(k, i),

@@ -478,7 +478,7 @@ fn rejected_before_running(rec: &Recorder, e: &RunError) -> bool {
         C::ConfigurationError | C::TrajectoryError | C::UnsupportedAgent | C::UnsupportedVersion
     ) && rec.state.resumes == 0
         && rec.state.calls.is_empty()
-        && rec.state.batch_digests.is_empty()
+        && rec.state.batches_done == 0
         && rec.state.sessions.is_empty()
         && rec.state.continuations.is_empty()
 }

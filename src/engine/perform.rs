@@ -665,10 +665,15 @@ pub fn check_workspace(
     let k = match state.phase {
         Phase::Replaying(k) => k - 1,
         Phase::BatchDone(k) => k,
-        Phase::Replayed => state.batch_digests.keys().last().copied().unwrap_or(0),
+        Phase::Replayed => state.batches_done,
         _ => return Ok(()),
     };
-    let Some(want) = state.batch_digests.get(&k) else {
+    let Some(want) = state
+        .last_batch_digest
+        .as_ref()
+        .filter(|(b, _)| *b == k)
+        .map(|(_, d)| d)
+    else {
         return Ok(());
     };
     if state.in_doubt().is_some() {

@@ -4,7 +4,7 @@
 use journal_format::event::*;
 use journal_format::Event;
 
-use super::state::{CallState, Phase, Refused, ReplayState};
+use super::state::{CallState, FinishedBatch, Parsed, Phase, Refused, ReplayState};
 use crate::journal::StoredEvent;
 
 /// An event that the phase machine does not allow where it stands.
@@ -28,6 +28,21 @@ pub fn fold<'a>(
         apply(&mut s, e)?;
     }
     Ok(s)
+}
+
+/// Apply one event as a reader that streams the journal does: when it finishes a batch, that
+/// batch's calls and checkpoints leave the state and are returned
+/// ([`ReplayState::take_finished_batch`]), so the state stays the same size however long
+/// the run. Everything [`derive`](super::derive) reads is the same as after [`apply`].
+pub fn apply_streaming(
+    s: &mut ReplayState,
+    se: &StoredEvent,
+) -> Result<Option<FinishedBatch>, FoldError> {
+    apply(s, se)?;
+    Ok(match &se.event {
+        Event::BatchFinished(b) => Some(s.take_finished_batch(b.batch)),
+        _ => None,
+    })
 }
 
 fn call_key(batch: u64, call: u64) -> (u64, u64) {
@@ -84,7 +99,7 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
             s.resumes += 1;
         }
         (Phase::Requested, Event::TrajectoryParsed(t)) => {
-            s.parsed = Some(t.clone());
+            s.parsed = Some(Parsed::of(t));
             s.phase = Phase::Parsed;
         }
         (Phase::Parsed, Event::BatchesListed(l)) => {
@@ -101,14 +116,14 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
                 ));
             }
             let p = s.parsed.as_mut().expect("batches_to_list needs a parse");
-            let count = p.batch_count.unwrap_or(0);
-            if p.batches.len() as u64 + l.batches.len() as u64 > count {
+            let count = p.batch_count;
+            if p.listed() + l.batches.len() as u64 > count {
                 return Err(err(
                     s,
                     format!("batches listed beyond the parsed batch count {count}"),
                 ));
             }
-            p.batches.extend(l.batches.iter().cloned());
+            p.list(&l.batches);
         }
         (Phase::Parsed, Event::BoundaryValidated(b)) => {
             if let Some(next) = s.batches_to_list() {
@@ -117,11 +132,7 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
                     format!("boundary validated before batch {next} was listed"),
                 ));
             }
-            let n = s
-                .parsed
-                .as_ref()
-                .map(|p| p.batches.len() as u64)
-                .unwrap_or(0);
+            let n = s.parsed.as_ref().map(|p| p.listed()).unwrap_or(0);
             if b.after_step > n {
                 return Err(err(
                     s,
@@ -271,6 +282,8 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
                         && f.batch == k
                         && e.call_id == f.call_id =>
                 {
+                    s.tally.finished += 1;
+                    s.tally.stale += f.stale as u64;
                     e.finished = Some(f.clone())
                 }
                 _ => {
@@ -287,6 +300,9 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
         (Phase::Replaying(k), Event::ObservationCompared(c)) => {
             match s.calls.get_mut(&call_key(k, c.call)) {
                 Some(e) if e.finished.is_some() && e.compared.is_none() => {
+                    s.tally.equal += c.equal as u64;
+                    s.tally.equal_masked += (c.equal || c.equal_masked) as u64;
+                    s.tally.differ += (!c.equal && !c.equal_masked) as u64;
                     e.compared = Some(c.clone())
                 }
                 _ => {
@@ -301,12 +317,7 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
             }
         }
         (Phase::Replaying(k), Event::BatchFinished(b)) => {
-            let expected_calls = s
-                .parsed
-                .as_ref()
-                .and_then(|p| p.batches.get(k as usize - 1))
-                .map(|b| b.calls.len() as u64)
-                .unwrap_or(0);
+            let expected_calls = s.parsed.as_ref().and_then(|p| p.calls_of(k)).unwrap_or(0);
             let done = s
                 .calls
                 .range((k, 0)..(k + 1, 0))
@@ -321,19 +332,20 @@ pub fn apply(s: &mut ReplayState, se: &StoredEvent) -> Result<(), FoldError> {
                     ),
                 ));
             }
-            s.batch_digests.insert(k, b.workspace_digest.clone());
+            s.batches_done += 1;
+            s.last_batch_digest = Some((k, b.workspace_digest.clone()));
             s.phase = Phase::BatchDone(k);
         }
         (Phase::Prepared, Event::SessionWritten(w))
         | (Phase::BatchDone(_), Event::SessionWritten(w))
             if w.role == SessionRole::Reconstructed && mode != Some(Mode::PrepareOnly) =>
         {
-            if (s.batch_digests.len() as u64) != s.after_step() {
+            if s.batches_done != s.after_step() {
                 return Err(err(
                     s,
                     format!(
                         "reconstructed session written after {} of {} batches",
-                        s.batch_digests.len(),
+                        s.batches_done,
                         s.after_step()
                     ),
                 ));

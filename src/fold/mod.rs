@@ -4,6 +4,6 @@ pub mod apply;
 pub mod result;
 pub mod state;
 
-pub use apply::{apply, fold, FoldError};
+pub use apply::{apply, apply_streaming, fold, FoldError};
 pub use result::{derive, ReplayResult};
 pub use state::{Phase, ReplayState};

@@ -178,7 +178,7 @@ pub fn derive(s: &ReplayState) -> ReplayResult {
                 format: "pvisor/journal-jsonl-v1".into(),
                 path: join(files::JOURNAL_EXPORT),
             });
-            if !s.calls.is_empty() {
+            if s.tally.finished > 0 || !s.calls.is_empty() {
                 artifacts.push(Artifact {
                     role: "observation_comparison".into(),
                     format: "pvisor/observation-comparison-v1".into(),
@@ -194,36 +194,8 @@ pub fn derive(s: &ReplayState) -> ReplayResult {
             }
         }
     }
-    let equal = s
-        .calls
-        .values()
-        .filter(|c| c.compared.as_ref().map(|x| x.equal).unwrap_or(false))
-        .count();
-    let equal_masked = s
-        .calls
-        .values()
-        .filter(|c| {
-            c.compared
-                .as_ref()
-                .map(|x| x.equal || x.equal_masked)
-                .unwrap_or(false)
-        })
-        .count();
-    let differ = s
-        .calls
-        .values()
-        .filter(|c| {
-            c.compared
-                .as_ref()
-                .map(|x| !x.equal && !x.equal_masked)
-                .unwrap_or(false)
-        })
-        .count();
-    let stale = s
-        .calls
-        .values()
-        .filter(|c| c.finished.as_ref().map(|f| f.stale).unwrap_or(false))
-        .count();
+    let t = &s.tally;
+    let (equal, equal_masked, differ, stale) = (t.equal, t.equal_masked, t.differ, t.stale);
     let bp = req.and_then(|r| r.boundary_prompt.clone());
     let injected = s.bridge.injections > 0;
     let mut bpj = serde_json::json!({ "requested": bp.is_some(), "injected": injected, "injection_count": s.bridge.injections });
@@ -284,11 +256,7 @@ pub fn derive(s: &ReplayState) -> ReplayResult {
             entrypoint: r.agent_entrypoint.clone(),
         }),
         after_step: req.map(|r| r.after_step),
-        replayed_tool_calls: s
-            .calls
-            .values()
-            .filter(|c| c.finished.as_ref().map(|f| !f.stale).unwrap_or(false))
-            .count() as u64,
+        replayed_tool_calls: s.tally.finished - s.tally.stale,
         prefix_model_turns: s
             .boundary
             .as_ref()

@@ -115,16 +115,95 @@ pub struct Progress {
     pub live_budget: Option<u64>,
 }
 
+/// What the fold keeps of the parse: the trajectory's identity and, per batch, only its
+/// number of calls (the summaries themselves stay in the journal; a million-batch listing
+/// costs the state 4 MB, not the listing's size).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Parsed {
+    pub source_path: String,
+    /// `sha256:<hex>` of the source file bytes.
+    pub source_sha256: String,
+    pub session_id: Option<String>,
+    pub recorded_version: Option<String>,
+    pub model_turns: u64,
+    pub plan_blob: String,
+    /// The trajectory's number of batches (listed or still to be listed).
+    pub batch_count: u64,
+    /// The number of calls of each batch listed so far, batch 1 first.
+    pub calls_per_batch: Vec<u32>,
+}
+
+impl Parsed {
+    pub(super) fn of(t: &TrajectoryParsed) -> Parsed {
+        let mut p = Parsed {
+            source_path: t.source_path.clone(),
+            source_sha256: t.source_sha256.clone(),
+            session_id: t.session_id.clone(),
+            recorded_version: t.recorded_version.clone(),
+            model_turns: t.model_turns,
+            plan_blob: t.plan_blob.clone(),
+            batch_count: t.batch_count.unwrap_or(t.batches.len() as u64),
+            calls_per_batch: Vec::new(),
+        };
+        p.list(&t.batches);
+        p
+    }
+    pub(super) fn list(&mut self, batches: &[BatchSummary]) {
+        self.calls_per_batch
+            .extend(batches.iter().map(|b| b.calls.len() as u32));
+    }
+    /// Batches listed so far.
+    pub fn listed(&self) -> u64 {
+        self.calls_per_batch.len() as u64
+    }
+    /// The number of calls of batch `k` (1-based), if listed.
+    pub fn calls_of(&self, k: u64) -> Option<u64> {
+        let i = usize::try_from(k.checked_sub(1)?).ok()?;
+        self.calls_per_batch.get(i).map(|&n| n as u64)
+    }
+}
+
+/// Counts over every call the journal finished or compared, kept as the fold goes: they
+/// stay right when a streaming reader takes finished batches' calls out of the state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct CallTally {
+    pub finished: u64,
+    /// Finished with the recorded observation reused (`stale`).
+    pub stale: u64,
+    /// Compared equal to the recorded observation.
+    pub equal: u64,
+    /// Compared equal, or equal once the declared dynamic fields are masked.
+    pub equal_masked: u64,
+    /// Compared different even with the dynamic fields masked.
+    pub differ: u64,
+}
+
+/// What a streaming reader takes out of the state once batch `batch` finished
+/// ([`ReplayState::take_finished_batch`]): no later event refers to it. It holds the
+/// batches up to `batch` not taken before (one batch when taken after each).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FinishedBatch {
+    pub batch: u64,
+    /// Their calls, in (batch, call) order.
+    pub calls: Vec<CallState>,
+    /// The workspace checkpoints taken before their calls, in (batch, call) order.
+    pub checkpoints: Vec<WorkspaceCheckpointed>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ReplayState {
     pub phase: Phase,
     pub request: Option<RunRequested>,
-    pub parsed: Option<TrajectoryParsed>,
+    pub parsed: Option<Parsed>,
     pub boundary: Option<BoundaryValidated>,
-    /// Keyed by (batch, call).
+    /// Keyed by (batch, call). A streaming reader takes each finished batch's calls out
+    /// ([`ReplayState::take_finished_batch`]); `tally` counts them all.
     pub calls: BTreeMap<(u64, u64), CallState>,
-    /// Workspace digest after each finished batch.
-    pub batch_digests: BTreeMap<u64, String>,
+    pub tally: CallTally,
+    /// Batches finished.
+    pub batches_done: u64,
+    /// The last finished batch and the workspace digest it left.
+    pub last_batch_digest: Option<(u64, String)>,
     pub sessions: BTreeMap<String, SessionWritten>,
     pub bridge: BridgeState,
     pub continuations: Vec<ContinuationStarted>,
@@ -161,7 +240,9 @@ impl Default for ReplayState {
             parsed: None,
             boundary: None,
             calls: BTreeMap::new(),
-            batch_digests: BTreeMap::new(),
+            tally: CallTally::default(),
+            batches_done: 0,
+            last_batch_digest: None,
             sessions: BTreeMap::new(),
             bridge: BridgeState::default(),
             continuations: Vec::new(),
@@ -190,8 +271,8 @@ impl ReplayState {
     /// are still incomplete (format 1.7).
     pub fn batches_to_list(&self) -> Option<u64> {
         let p = self.parsed.as_ref()?;
-        let listed = p.batches.len() as u64;
-        (p.batch_count? > listed).then_some(listed + 1)
+        let listed = p.listed();
+        (p.batch_count > listed).then_some(listed + 1)
     }
     pub fn mode(&self) -> Option<Mode> {
         self.request.as_ref().map(|r| r.mode)
@@ -200,23 +281,23 @@ impl ReplayState {
         self.request.as_ref().map(|r| r.after_step).unwrap_or(0)
     }
     pub fn progress(&self) -> Progress {
-        let after = self.after_step();
+        let after = self.after_step() as usize;
         let calls_total = self
             .parsed
             .as_ref()
             .map(|p| {
-                p.batches
+                p.calls_per_batch
                     .iter()
-                    .take(after as usize)
-                    .map(|b| b.calls.len() as u64)
+                    .take(after)
+                    .map(|&n| n as u64)
                     .sum()
             })
             .unwrap_or(0);
         Progress {
-            batches_total: after,
-            batches_done: self.batch_digests.len() as u64,
+            batches_total: after as u64,
+            batches_done: self.batches_done,
             calls_total,
-            calls_done: self.calls.values().filter(|c| c.finished.is_some()).count() as u64,
+            calls_done: self.tally.finished,
             live_steps: self.steps.len() as u64,
             live_budget: self.boundary.as_ref().and_then(|b| b.live_budget),
         }
@@ -226,8 +307,31 @@ impl ReplayState {
         self.calls.values().find(|c| c.in_doubt())
     }
     pub fn any_stale(&self) -> bool {
-        self.calls
-            .values()
-            .any(|c| c.finished.as_ref().map(|f| f.stale).unwrap_or(false))
+        self.tally.stale > 0
+    }
+    /// Take batch `k`'s calls and checkpoints out of the state, once it finished: what a
+    /// reader that streams the journal (audit, show, verify) does after each
+    /// `batch_finished`, so that its memory does not grow with the run. The fold needs
+    /// nothing of a finished batch again; `tally` and `batches_done` still count it. The
+    /// engine keeps them (the rebuild reads every call).
+    pub fn take_finished_batch(&mut self, k: u64) -> FinishedBatch {
+        let later = self.calls.split_off(&(k + 1, 0));
+        let calls = std::mem::replace(&mut self.calls, later)
+            .into_values()
+            .collect();
+        let keys: Vec<(u64, u64)> = self
+            .checkpoints
+            .range((1, 0)..(k + 1, 0))
+            .map(|(key, _)| *key)
+            .collect();
+        let checkpoints = keys
+            .iter()
+            .filter_map(|key| self.checkpoints.remove(key))
+            .collect();
+        FinishedBatch {
+            batch: k,
+            calls,
+            checkpoints,
+        }
     }
 }

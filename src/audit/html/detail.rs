@@ -46,6 +46,10 @@ pub struct Detail {
     /// The inner calls (code-mode `tools.*`) of each call's latest attempt, with their
     /// `{input, result}` blob when it is readable.
     pub inner: BTreeMap<(u64, u64), Vec<InnerCall>>,
+    /// The audit's call reports, read again from the journal.
+    pub calls: Vec<crate::audit::check::CallReport>,
+    /// Why they could not be (the journal changed since the audit).
+    pub calls_error: Option<String>,
 }
 
 /// One inner call's event and its `{input, result}` blob, when readable.

@@ -21,7 +21,11 @@ use super::check::AuditReport;
 /// The page of one run. Reads the run's journal and blobs again for what the report itself
 /// does not carry (payloads, arguments, observations).
 pub fn render(r: &AuditReport) -> String {
-    let d = Detail::load(std::path::Path::new(&r.journal));
+    let mut d = Detail::load(std::path::Path::new(&r.journal));
+    match r.calls.collect() {
+        Ok(calls) => d.calls = calls,
+        Err(e) => d.calls_error = Some(e.to_string()),
+    }
     render_with(r, &d)
 }
 

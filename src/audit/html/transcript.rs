@@ -26,12 +26,18 @@ fn args(input: &serde_json::Value) -> String {
 /// The replayed prefix: batches 1..=after_step, grouped by model turn.
 pub fn prefix(r: &AuditReport, d: &Detail) -> String {
     let mut h = String::from("<section id=\"transcript\"><h2>Transcript up to the boundary</h2>");
+    if let Some(e) = &d.calls_error {
+        h.push_str(&format!(
+            "<p class=\"warn\">The call reports could not be read again: {}</p>",
+            esc(e)
+        ));
+    }
     let calls: BTreeMap<(u64, u64), &CallReport> =
-        r.calls.iter().map(|c| ((c.batch, c.call), c)).collect();
+        d.calls.iter().map(|c| ((c.batch, c.call), c)).collect();
     let after = r.run["after_step"].as_u64().unwrap_or(0);
     let Some(plan) = &d.plan else {
         h.push_str("<p class=\"warn\">The plan blob is not readable: only the journal's per-call summary is shown.</p>");
-        for c in &r.calls {
+        for c in &d.calls {
             h.push_str(&call(c.batch, c.call, &c.tool, None, None, Some(c), d));
         }
         h.push_str("</section>");
