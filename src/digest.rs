@@ -20,6 +20,88 @@ pub fn sha256(bytes: &[u8]) -> String {
     format!("sha256:{}", hex::encode(sha2::Sha256::digest(bytes)))
 }
 
+/// The SHA-256 of bytes handed over as they are read, computed on another thread (given
+/// blocks of [`Sha256Behind::BLOCK`] bytes), so that a reader does not wait for it; on one
+/// thread when none can be started. `finish` gives `sha256:<hex>`, as [`sha256`] does.
+pub struct Sha256Behind {
+    block: Vec<u8>,
+    worker: Option<(
+        std::sync::mpsc::SyncSender<Vec<u8>>,
+        std::thread::JoinHandle<sha2::Sha256>,
+    )>,
+    inline: sha2::Sha256,
+}
+
+impl Sha256Behind {
+    const BLOCK: usize = 256 * 1024;
+
+    pub fn new() -> Sha256Behind {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(4);
+        let worker = std::thread::Builder::new()
+            .name("sha256".into())
+            .spawn(move || {
+                let mut h = sha2::Sha256::new();
+                for block in rx {
+                    h.update(&block);
+                }
+                h
+            })
+            .ok()
+            .map(|handle| (tx, handle));
+        Sha256Behind {
+            block: Vec::with_capacity(if worker.is_some() { Self::BLOCK } else { 0 }),
+            worker,
+            inline: sha2::Sha256::new(),
+        }
+    }
+
+    pub fn update(&mut self, bytes: &[u8]) {
+        if self.worker.is_none() {
+            self.inline.update(bytes);
+            return;
+        }
+        self.block.extend_from_slice(bytes);
+        if self.block.len() >= Self::BLOCK {
+            self.hand_over();
+        }
+    }
+
+    fn hand_over(&mut self) {
+        let block = std::mem::replace(&mut self.block, Vec::with_capacity(Self::BLOCK));
+        if let Some((tx, _)) = &self.worker {
+            if let Err(std::sync::mpsc::SendError(block)) = tx.send(block) {
+                // The thread ended early, which only a panic of the hasher could do: go on
+                // here from what it had.
+                if let Some((_, handle)) = self.worker.take() {
+                    self.inline = handle.join().expect("SHA-256 hashing does not panic");
+                }
+                self.inline.update(&block);
+            }
+        }
+    }
+
+    /// `sha256:<hex>` of every byte given.
+    pub fn finish(mut self) -> String {
+        if !self.block.is_empty() {
+            self.hand_over();
+        }
+        let h = match self.worker.take() {
+            Some((tx, handle)) => {
+                drop(tx);
+                handle.join().expect("SHA-256 hashing does not panic")
+            }
+            None => self.inline,
+        };
+        format!("sha256:{}", hex::encode(h.finalize()))
+    }
+}
+
+impl Default for Sha256Behind {
+    fn default() -> Self {
+        Sha256Behind::new()
+    }
+}
+
 /// Canonical JSON text of `v`.
 pub fn canonical_json(v: &Value) -> String {
     let mut out = Vec::new();

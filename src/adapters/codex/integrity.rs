@@ -83,22 +83,45 @@ impl PartsDigest {
     }
 }
 
+/// An `item_completed` event as the cross-check reads it, from the whole line or its head.
+struct Completed<'a> {
+    turn: &'a str,
+    id: &'a str,
+    kind: Option<&'a str>,
+    /// The content's parts, `(type, text)`, when it is a list.
+    content: Option<Vec<(Option<&'a str>, Option<&'a str>)>>,
+    summary_text: Option<Vec<Option<&'a str>>>,
+    /// The command's last word, when it is a list of three (`bash -lc <cmd>`).
+    command: Option<&'a str>,
+}
+
+/// The parts, `(type, text)`, of a response item's content list.
+fn parts_of(content: Option<&Value>) -> Option<Vec<(Option<&str>, Option<&str>)>> {
+    content.and_then(Value::as_array).map(|a| {
+        a.iter()
+            .map(|p| {
+                (
+                    p.get("type").and_then(Value::as_str),
+                    p.get("text").and_then(Value::as_str),
+                )
+            })
+            .collect()
+    })
+}
+
 /// The digest of a content list's parts, with the event's part type `from` read as the
 /// response item's `to` (`Text` → `output_text`).
-fn parts(content: Option<&Value>, rename: Option<(&str, &str)>) -> Digest {
-    let Some(a) = content.and_then(Value::as_array) else {
+fn parts(content: Option<&[(Option<&str>, Option<&str>)]>, rename: Option<(&str, &str)>) -> Digest {
+    let Some(a) = content else {
         return PartsDigest::missing();
     };
     let mut d = PartsDigest::default();
-    for p in a {
-        let ty = p
-            .get("type")
-            .and_then(Value::as_str)
-            .map(|ty| match rename {
-                Some((from, to)) if ty == from => to,
-                _ => ty,
-            });
-        d.part(ty, p.get("text").and_then(Value::as_str));
+    for &(ty, text) in a {
+        let ty = ty.map(|ty| match rename {
+            Some((from, to)) if ty == from => to,
+            _ => ty,
+        });
+        d.part(ty, text);
     }
     d.finish()
 }
@@ -207,6 +230,11 @@ fn shape(item: &Value) -> Result<(), (&'static str, String)> {
     Ok(())
 }
 
+/// A string value, if `v` is one.
+fn str_of(v: Option<&Value>) -> Option<&str> {
+    v.and_then(Value::as_str)
+}
+
 impl Crosscheck {
     /// The `ordinal` of line `line`: `None` when it has none, `Some(None)` when it is not a
     /// whole number.
@@ -244,37 +272,81 @@ impl Crosscheck {
         Ok(())
     }
 
-    /// A line of type `event_msg` whose payload is `item_completed`.
+    /// A line of type `event_msg` whose payload is `item_completed`, read whole.
     pub fn event(&mut self, line: usize, payload: &Value) {
         let item = &payload["item"];
-        let id = item
-            .get("id")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        let turn = payload
-            .get("turn_id")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        match item.get("type").and_then(Value::as_str) {
+        let content = item.get("content").and_then(Value::as_array).map(|a| {
+            a.iter()
+                .map(|p| (str_of(p.get("type")), str_of(p.get("text"))))
+                .collect()
+        });
+        self.completed(
+            line,
+            Completed {
+                turn: str_of(payload.get("turn_id")).unwrap_or(""),
+                id: str_of(item.get("id")).unwrap_or(""),
+                kind: str_of(item.get("type")),
+                content,
+                summary_text: item
+                    .get("summary_text")
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().map(Value::as_str).collect()),
+                command: item
+                    .get("command")
+                    .and_then(Value::as_array)
+                    .filter(|a| a.len() == 3)
+                    .and_then(|a| a[2].as_str()),
+            },
+        )
+    }
+
+    /// The same line, from its head ([`super::scan::Head`], which declines any field of
+    /// another type than these: such a line is read whole).
+    pub fn event_head(&mut self, line: usize, payload: &super::scan::PayloadHead) {
+        let item = payload.item.as_ref();
+        let content = item.and_then(|i| i.content.as_ref()).map(|a| {
+            a.iter()
+                .map(|p| (p.ty.as_deref(), p.text.as_deref()))
+                .collect()
+        });
+        self.completed(
+            line,
+            Completed {
+                turn: payload.turn_id.as_deref().unwrap_or(""),
+                id: item.and_then(|i| i.id.as_deref()).unwrap_or(""),
+                kind: item.and_then(|i| i.ty.as_deref()),
+                content,
+                summary_text: item
+                    .and_then(|i| i.summary_text.as_ref())
+                    .map(|a| a.iter().map(|t| t.as_deref()).collect()),
+                command: item
+                    .and_then(|i| i.command.as_ref())
+                    .filter(|a| a.len() == 3)
+                    .and_then(|a| a[2].as_deref()),
+            },
+        )
+    }
+
+    fn completed(&mut self, line: usize, c: Completed) {
+        let (id, turn) = (c.id.to_string(), c.turn.to_string());
+        match c.kind {
             Some("UserMessage") => self.user_events.push((
                 turn,
-                parts(item.get("content"), Some(("text", "input_text"))),
+                parts(c.content.as_deref(), Some(("text", "input_text"))),
                 line,
             )),
             Some("AgentMessage") => self.said_events.push((
                 id,
-                parts(item.get("content"), Some(("Text", "output_text"))),
+                parts(c.content.as_deref(), Some(("Text", "output_text"))),
                 line,
                 "AgentMessage",
             )),
             Some("Reasoning") => {
-                let summary = match item.get("summary_text").and_then(Value::as_array) {
+                let summary = match &c.summary_text {
                     Some(a) => {
                         let mut d = PartsDigest::default();
                         for t in a {
-                            d.part(Some("summary_text"), t.as_str());
+                            d.part(Some("summary_text"), *t);
                         }
                         d.finish()
                     }
@@ -283,12 +355,7 @@ impl Crosscheck {
                 self.said_events.push((id, summary, line, "Reasoning"))
             }
             Some("CommandExecution") => {
-                if let Some(cmd) = item
-                    .get("command")
-                    .and_then(Value::as_array)
-                    .filter(|a| a.len() == 3)
-                    .and_then(|a| a[2].as_str())
-                {
+                if let Some(cmd) = c.command {
                     self.command_events.push((id, PartsDigest::text(cmd), line))
                 }
             }
@@ -309,19 +376,23 @@ impl Crosscheck {
                     .unwrap_or("")
                     .to_string();
                 self.user_items
-                    .entry((turn, parts(item.get("content"), None)))
+                    .entry((turn, parts(parts_of(item.get("content")).as_deref(), None)))
                     .or_insert(line);
             }
             ("message", Some("assistant")) => {
                 if let Some(id) = id {
-                    self.said_items
-                        .insert(id.to_string(), parts(item.get("content"), None));
+                    self.said_items.insert(
+                        id.to_string(),
+                        parts(parts_of(item.get("content")).as_deref(), None),
+                    );
                 }
             }
             ("reasoning", _) => {
                 if let Some(id) = id {
-                    self.said_items
-                        .insert(id.to_string(), parts(item.get("summary"), None));
+                    self.said_items.insert(
+                        id.to_string(),
+                        parts(parts_of(item.get("summary")).as_deref(), None),
+                    );
                 }
             }
             ("function_call", _)

@@ -152,6 +152,26 @@ fn is_call_or_output(ty: &str) -> bool {
     )
 }
 
+/// A glance at a line as Codex writes it (`{"timestamp":…,"ordinal":…,"type":…,"payload":
+/// {"type":"…"`): whether its payload's type is one [`Parser::by_head`] sends to the whole
+/// parse (a call, an output, a message, reasoning), so that the head is not
+/// read first. It only ever sends a line to the whole parse, which is the reference: a wrong
+/// answer costs time, never a decision.
+fn read_whole_anyway(text: &[u8]) -> bool {
+    const KEY: &[u8] = br#""payload":{"type":""#;
+    let Some(at) = memchr::memmem::find(&text[..text.len().min(256)], KEY) else {
+        return false;
+    };
+    let rest = &text[at + KEY.len()..];
+    let Some(end) = memchr::memchr(b'"', rest) else {
+        return false;
+    };
+    match std::str::from_utf8(&rest[..end]) {
+        Ok(ty) => is_call_or_output(ty) || matches!(ty, "message" | "reasoning"),
+        Err(_) => false,
+    }
+}
+
 /// A parsed rollout: the plan, and what rebuild, continuation and the report need beyond it,
 /// kept small (byte ranges into the file, not its lines), so a rollout of any size is read in
 /// constant memory besides the plan itself.
@@ -356,7 +376,7 @@ impl Parser<'_> {
         }
         // A wrapped line whose head says it is neither a call, an output nor the session
         // meta is classified from the head alone; any other line is parsed whole.
-        if self.heads && self.era == Some(Era::Wrapped) {
+        if self.heads && self.era == Some(Era::Wrapped) && !read_whole_anyway(l.text) {
             if let Some(h) = Head::of(l.text) {
                 if self.by_head(&h, l) {
                     return self.cross.ordinal(self.path, l.number, h.ordinal.map(Some));
@@ -421,8 +441,11 @@ impl Parser<'_> {
             "session_meta" => self.meta.is_some(),
             "event_msg" => {
                 if h.payload_type() == Some("item_completed") {
-                    // Cross-checked with the items it repeats: read whole.
-                    return false;
+                    // Cross-checked with the items it repeats, from the head.
+                    if let Some(p) = h.payload.as_ref() {
+                        self.cross.event_head(l.number, p);
+                    }
+                    return true;
                 }
                 if h.payload_type() == Some("token_count") {
                     self.in_reply = false;

@@ -9,7 +9,6 @@
 //! the file is still made by the full parse's rules.
 
 use serde::Deserialize;
-use sha2::Digest;
 use std::borrow::Cow;
 use std::io::BufRead;
 
@@ -33,7 +32,7 @@ pub struct LineReader<R> {
     buf: Vec<u8>,
     number: usize,
     offset: u64,
-    sha256: Option<sha2::Sha256>,
+    sha256: Option<crate::digest::Sha256Behind>,
 }
 
 impl<R: BufRead> LineReader<R> {
@@ -49,7 +48,7 @@ impl<R: BufRead> LineReader<R> {
 
     /// Also compute the SHA-256 of every byte read.
     pub fn hashing(mut self) -> Self {
-        self.sha256 = Some(sha2::Sha256::new());
+        self.sha256 = Some(crate::digest::Sha256Behind::new());
         self
     }
 
@@ -85,8 +84,7 @@ impl<R: BufRead> LineReader<R> {
 
     /// `sha256:<hex>` of everything read so far (when [`Self::hashing`]).
     pub fn sha256(self) -> Option<String> {
-        self.sha256
-            .map(|h| format!("sha256:{}", hex::encode(h.finalize())))
+        self.sha256.map(crate::digest::Sha256Behind::finish)
     }
 }
 
@@ -188,6 +186,35 @@ pub struct PayloadHead<'a> {
     pub model: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     pub cwd: Option<Cow<'a, str>>,
+    /// (`item_completed`) The turn, and the item as far as the cross-check reads it.
+    #[serde(borrow, default)]
+    pub turn_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub item: Option<ItemHead<'a>>,
+}
+
+/// The fields of a completed item the cross-check reads ([`super::integrity`]).
+#[derive(Deserialize)]
+pub struct ItemHead<'a> {
+    #[serde(rename = "type", borrow, default)]
+    pub ty: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub content: Option<Vec<PartHead<'a>>>,
+    #[serde(borrow, default)]
+    pub summary_text: Option<Vec<Option<Cow<'a, str>>>>,
+    #[serde(borrow, default)]
+    pub command: Option<Vec<Option<Cow<'a, str>>>>,
+}
+
+/// A content part: its `type` and `text`.
+#[derive(Deserialize)]
+pub struct PartHead<'a> {
+    #[serde(rename = "type", borrow, default)]
+    pub ty: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub text: Option<Cow<'a, str>>,
 }
 
 impl<'a> Head<'a> {
