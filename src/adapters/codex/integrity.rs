@@ -83,6 +83,24 @@ impl PartsDigest {
     }
 }
 
+/// The parts, `(type, text)`, of a content or summary list.
+pub type Parts<'a> = [(Option<&'a str>, Option<&'a str>)];
+
+/// A model-visible item as the cross-check reads it, from the whole line or its head.
+pub enum Said<'a> {
+    Message {
+        role: Option<&'a str>,
+        id: Option<&'a str>,
+        /// `internal_chat_message_metadata_passthrough.turn_id`.
+        turn: Option<&'a str>,
+        content: Option<&'a Parts<'a>>,
+    },
+    Reasoning {
+        id: Option<&'a str>,
+        summary: Option<&'a Parts<'a>>,
+    },
+}
+
 /// An `item_completed` event as the cross-check reads it, from the whole line or its head.
 struct Completed<'a> {
     turn: &'a str,
@@ -363,38 +381,62 @@ impl Crosscheck {
         }
     }
 
+    /// What a message or reasoning item said (its shape already checked), from the whole
+    /// line ([`Self::item`]) or from its typed head ([`super::scan::ModelItemLine`]).
+    pub fn said(&mut self, line: usize, said: Said) {
+        match said {
+            Said::Message {
+                role: Some("user"),
+                turn,
+                content,
+                ..
+            } => {
+                self.user_items
+                    .entry((turn.unwrap_or("").to_string(), parts(content, None)))
+                    .or_insert(line);
+            }
+            Said::Message {
+                role: Some("assistant"),
+                id: Some(id),
+                content,
+                ..
+            } => {
+                self.said_items.insert(id.to_string(), parts(content, None));
+            }
+            Said::Reasoning {
+                id: Some(id),
+                summary,
+            } => {
+                self.said_items.insert(id.to_string(), parts(summary, None));
+            }
+            _ => {}
+        }
+    }
+
     /// A response item.
     pub fn item(&mut self, path: &Path, line: usize, item: &Value) -> Result<(), TrajectoryError> {
         shape(item).map_err(|(field, m)| err(path, line, field, m))?;
         let ty = item.get("type").and_then(Value::as_str).unwrap_or("");
         let id = item.get("id").and_then(Value::as_str);
         match (ty, item.get("role").and_then(Value::as_str)) {
-            ("message", Some("user")) => {
-                let turn = item
-                    .pointer("/internal_chat_message_metadata_passthrough/turn_id")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string();
-                self.user_items
-                    .entry((turn, parts(parts_of(item.get("content")).as_deref(), None)))
-                    .or_insert(line);
-            }
-            ("message", Some("assistant")) => {
-                if let Some(id) = id {
-                    self.said_items.insert(
-                        id.to_string(),
-                        parts(parts_of(item.get("content")).as_deref(), None),
-                    );
-                }
-            }
-            ("reasoning", _) => {
-                if let Some(id) = id {
-                    self.said_items.insert(
-                        id.to_string(),
-                        parts(parts_of(item.get("summary")).as_deref(), None),
-                    );
-                }
-            }
+            ("message", role) => self.said(
+                line,
+                Said::Message {
+                    role,
+                    id,
+                    turn: str_of(
+                        item.pointer("/internal_chat_message_metadata_passthrough/turn_id"),
+                    ),
+                    content: parts_of(item.get("content")).as_deref(),
+                },
+            ),
+            ("reasoning", _) => self.said(
+                line,
+                Said::Reasoning {
+                    id,
+                    summary: parts_of(item.get("summary")).as_deref(),
+                },
+            ),
             ("function_call", _)
                 if item.get("name").and_then(Value::as_str) == Some("exec_command") =>
             {

@@ -18,7 +18,8 @@
 //! an `event_msg/token_count` (written when a sampling round completes). A **batch** is the
 //! tool calls of one reply; calls are paired with their `*_output` items by `call_id`.
 
-use super::scan::{Head, LineReader, RawLine};
+use super::integrity::Said;
+use super::scan::{BStr, Head, LineReader, ModelItem, PartTyped, RawLine};
 use crate::error::TrajectoryError;
 use crate::kit::{Batch, Locator, Observation, Plan, ToolCall};
 use serde_json::Value;
@@ -152,24 +153,24 @@ fn is_call_or_output(ty: &str) -> bool {
     )
 }
 
+/// The `(type, text)` of typed parts, as the cross-check reads them.
+fn typed_parts<'a>(p: &'a [PartTyped]) -> Vec<(Option<&'a str>, Option<&'a str>)> {
+    p.iter()
+        .map(|p| (Some(p.ty.as_str()), p.text.as_ref().map(BStr::as_str)))
+        .collect()
+}
+
 /// A glance at a line as Codex writes it (`{"timestamp":…,"ordinal":…,"type":…,"payload":
-/// {"type":"…"`): whether its payload's type is one [`Parser::by_head`] sends to the whole
-/// parse (a call, an output, a message, reasoning), so that the head is not
-/// read first. It only ever sends a line to the whole parse, which is the reference: a wrong
-/// answer costs time, never a decision.
-fn read_whole_anyway(text: &[u8]) -> bool {
+/// {"type":"…"`): its payload's type, to route the line — a call or an output to the whole
+/// parse, a message or reasoning to its typed reading, anything else to its head — without
+/// reading its head first. The glance decides nothing about the file: each route refuses what
+/// it cannot read exactly as the whole parse does and hands it to the whole parse.
+fn payload_type_at_a_glance(text: &[u8]) -> Option<&str> {
     const KEY: &[u8] = br#""payload":{"type":""#;
-    let Some(at) = memchr::memmem::find(&text[..text.len().min(256)], KEY) else {
-        return false;
-    };
+    let at = memchr::memmem::find(&text[..text.len().min(256)], KEY)?;
     let rest = &text[at + KEY.len()..];
-    let Some(end) = memchr::memchr(b'"', rest) else {
-        return false;
-    };
-    match std::str::from_utf8(&rest[..end]) {
-        Ok(ty) => is_call_or_output(ty) || matches!(ty, "message" | "reasoning"),
-        Err(_) => false,
-    }
+    let end = memchr::memchr(b'"', rest)?;
+    std::str::from_utf8(&rest[..end]).ok()
 }
 
 /// A parsed rollout: the plan, and what rebuild, continuation and the report need beyond it,
@@ -376,10 +377,21 @@ impl Parser<'_> {
         }
         // A wrapped line whose head says it is neither a call, an output nor the session
         // meta is classified from the head alone; any other line is parsed whole.
-        if self.heads && self.era == Some(Era::Wrapped) && !read_whole_anyway(l.text) {
-            if let Some(h) = Head::of(l.text) {
-                if self.by_head(&h, l) {
-                    return self.cross.ordinal(self.path, l.number, h.ordinal.map(Some));
+        if self.heads && self.era == Some(Era::Wrapped) {
+            match payload_type_at_a_glance(l.text) {
+                // Messages and reasoning in exactly the shape the whole parse accepts.
+                Some(ty @ ("message" | "reasoning")) => {
+                    if let Some(m) = ModelItem::of(l.text, ty) {
+                        return self.model_item(&m, l);
+                    }
+                }
+                Some(ty) if is_call_or_output(ty) => {}
+                _ => {
+                    if let Some(h) = Head::of(l.text) {
+                        if self.by_head(&h, l) {
+                            return self.cross.ordinal(self.path, l.number, h.ordinal.map(Some));
+                        }
+                    }
                 }
             }
         }
@@ -481,6 +493,46 @@ impl Parser<'_> {
             }
             _ => true,
         }
+    }
+
+    /// A message or reasoning line read typed ([`ModelItem::of`]): what the whole parse does
+    /// with it (its ordinal, the reply it extends, what the cross-check keeps of it).
+    fn model_item(&mut self, m: &ModelItem, l: &RawLine) -> Result<(), TrajectoryError> {
+        self.cross
+            .ordinal(self.path, l.number, m.ordinal().map(Some))?;
+        match m {
+            ModelItem::Message(x) => {
+                let p = &x.payload;
+                self.item_kind(is_reply("message", m.role()), l.start..l.end);
+                let content = typed_parts(&p.content);
+                self.cross.said(
+                    l.number,
+                    Said::Message {
+                        role: m.role(),
+                        id: p.id.as_ref().map(BStr::as_str),
+                        turn: p
+                            .passthrough
+                            .as_ref()
+                            .and_then(|t| t.turn_id.as_ref())
+                            .map(BStr::as_str),
+                        content: Some(&content),
+                    },
+                );
+            }
+            ModelItem::Reasoning(x) => {
+                let p = &x.payload;
+                self.item_kind(is_reply("reasoning", None), l.start..l.end);
+                let summary = typed_parts(&p.summary);
+                self.cross.said(
+                    l.number,
+                    Said::Reasoning {
+                        id: p.id.as_ref().map(BStr::as_str),
+                        summary: Some(&summary),
+                    },
+                );
+            }
+        }
+        Ok(())
     }
 
     /// Whether the item at `range` is part of a reply: extends or ends the current one.
@@ -928,6 +980,130 @@ mod tests {
                 (a, b) => proptest::prop_assert!(false, "{:?} vs {:?}", a.map(|p| p.plan.batches.len()), b.map(|p| p.plan.batches.len())),
             }
         }
+    }
+
+    /// Messages and reasoning read typed: every shape the whole parse accepts gives the same
+    /// parse, and every one it refuses is refused with the same error.
+    #[test]
+    fn typed_messages_and_reasoning_parse_as_whole_lines() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/codex/genuine/rollout-final.jsonl");
+        let text = std::fs::read_to_string(path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        // the assistant message (line 12), the reasoning (line 10), the user message (line 7)
+        let variants: &[(usize, &str, &str)] = &[
+            (
+                12,
+                r#""role":"assistant""#,
+                r#""role":"assistant","end_turn":7,"phase":{"a":[1]}"#,
+            ),
+            (
+                12,
+                r#""role":"assistant""#,
+                r#""role":"assistant","status":"done""#,
+            ),
+            (
+                12,
+                r#""role":"assistant""#,
+                r#""role":"assistant","role":"assistant""#,
+            ),
+            (12, r#""role":"assistant""#, r#""role":7"#),
+            (12, r#""role":"assistant","#, ""),
+            (12, r#""id":"msg_fake_t000""#, r#""id":null"#),
+            (12, r#""id":"msg_fake_t000""#, r#""id":5"#),
+            (
+                12,
+                r#""type":"output_text","text""#,
+                r#""type":"output_text","annotations":[],"text""#,
+            ),
+            (
+                12,
+                r#""text":"I'll create a.txt and list the directory.""#,
+                r#""text":null"#,
+            ),
+            (
+                12,
+                r#","text":"I'll create a.txt and list the directory.""#,
+                "",
+            ),
+            (12, r#""type":"output_text","#, ""),
+            (12, r#""text":"I'll"#, r#""text":"I\u0027ll"#),
+            (12, r#""text":"I'll"#, r#""text":"\ud800 I'll"#),
+            (12, r#""content":["#, r#""content":"x","c":["#),
+            (12, r#""turn_id":"#, r#""turn_id":1,"t":"#),
+            (
+                12,
+                r#""internal_chat_message_metadata_passthrough":{"#,
+                r#""internal_chat_message_metadata_passthrough":null,"x":{"#,
+            ),
+            (12, r#""ordinal":11"#, r#""ordinal":null"#),
+            (12, r#""ordinal":11"#, r#""ordinal":"11""#),
+            (12, r#""timestamp":"2026"#, r#""timestamp":1e999,"t":"2026"#),
+            (12, r#""type":"response_item""#, r#""type":"event_msg""#),
+            (
+                10,
+                r#""content":null"#,
+                r#""content":[{"type":"reasoning_text","text":"t"}]"#,
+            ),
+            (
+                10,
+                r#""content":null"#,
+                r#""content":[{"type":"reasoning_text","text":null}]"#,
+            ),
+            (10, r#""content":null"#, r#""content":{}"#),
+            (10, r#""content":null,"#, ""),
+            (
+                10,
+                r#""encrypted_content":null"#,
+                r#""encrypted_content":"abc""#,
+            ),
+            (
+                10,
+                r#""encrypted_content":null"#,
+                r#""encrypted_content":1"#,
+            ),
+            (10, r#""summary":["#, r#""summary":null,"s":["#),
+            (
+                10,
+                r#""id":"rs_fake_t000""#,
+                r#""id":"rs_fake_t000","role":"assistant""#,
+            ),
+            (
+                10,
+                r#""summary_text","text":"Start"#,
+                r#""summary_text","text":"start"#,
+            ),
+            (7, r#""text":"Create"#, r#""text":"create"#),
+            (7, r#""role":"user""#, r#""role":"developer""#),
+        ];
+        let typed = |line: &str, n: usize| {
+            let ty = if n == 10 { "reasoning" } else { "message" };
+            ModelItem::of(line.as_bytes(), ty).is_some()
+        };
+        assert!([7, 10, 12].iter().all(|&n| typed(lines[n - 1], n)));
+        let mut read_typed = 0;
+        for (i, (n, from, to)) in variants.iter().enumerate() {
+            let line = lines[n - 1];
+            assert!(line.contains(from), "variant {i}: line {n} lacks {from}");
+            let mut all = lines.clone();
+            let changed = line.replacen(from, to, 1);
+            all[n - 1] = &changed;
+            read_typed += typed(&changed, *n) as usize;
+            let bytes = all.join("\n") + "\n";
+            let fast = parse_lines(Path::new("m"), &mut LineReader::new(bytes.as_bytes()), true);
+            let whole = parse_lines(
+                Path::new("m"),
+                &mut LineReader::new(bytes.as_bytes()),
+                false,
+            );
+            match (fast, whole) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "variant {i}"),
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "variant {i}"),
+                (a, b) => panic!("variant {i}: {:?} vs {:?}", a.err(), b.err()),
+            }
+        }
+        // the accepted shapes were read typed, not handed to the whole parse
+        assert_eq!(read_typed, 12);
     }
 
     #[test]

@@ -240,6 +240,155 @@ impl<'a> Head<'a> {
     }
 }
 
+/// A string, borrowed from the line when it holds no escape.
+pub struct BStr<'a>(pub Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for BStr<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Cow<'de, str>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Self::Value, E> {
+                Ok(Cow::Borrowed(s))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(Cow::Owned(s.to_string()))
+            }
+            fn visit_string<E>(self, s: String) -> Result<Self::Value, E> {
+                Ok(Cow::Owned(s))
+            }
+        }
+        d.deserialize_str(V).map(BStr)
+    }
+}
+
+impl BStr<'_> {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A field that may be absent but, when present, is a string (not `null`).
+fn present_str<'de: 'a, 'a, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<BStr<'a>>, D::Error> {
+    BStr::deserialize(d).map(Some)
+}
+
+/// A part of a message's content or of a reasoning summary, as the cross-check accepts it: a
+/// string `type`, and a `text` that is absent or a string.
+#[derive(Deserialize)]
+pub struct PartTyped<'a> {
+    #[serde(rename = "type", borrow)]
+    pub ty: BStr<'a>,
+    #[serde(default, borrow, deserialize_with = "present_str")]
+    pub text: Option<BStr<'a>>,
+}
+
+/// `internal_chat_message_metadata_passthrough`, as far as it is read.
+#[derive(Deserialize)]
+pub struct Passthrough<'a> {
+    #[serde(default, borrow)]
+    pub turn_id: Option<BStr<'a>>,
+}
+
+/// A message item with exactly the keys Codex 0.149.0 writes and the types the cross-check
+/// accepts ([`super::integrity`], `shape`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MessageTyped<'a> {
+    #[serde(rename = "type", borrow)]
+    pub ty: BStr<'a>,
+    #[serde(default, borrow)]
+    pub id: Option<BStr<'a>>,
+    #[serde(borrow)]
+    pub role: BStr<'a>,
+    #[serde(borrow)]
+    pub content: Vec<PartTyped<'a>>,
+    #[serde(default, rename = "end_turn")]
+    _end_turn: Option<serde::de::IgnoredAny>,
+    #[serde(default, rename = "phase")]
+    _phase: Option<serde::de::IgnoredAny>,
+    #[serde(default, borrow, rename = "internal_chat_message_metadata_passthrough")]
+    pub passthrough: Option<Passthrough<'a>>,
+}
+
+/// A reasoning item, likewise.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReasoningTyped<'a> {
+    #[serde(rename = "type", borrow)]
+    pub ty: BStr<'a>,
+    #[serde(default, borrow)]
+    pub id: Option<BStr<'a>>,
+    #[serde(borrow)]
+    pub summary: Vec<PartTyped<'a>>,
+    /// Read only for its shape: null, or parts like the summary's.
+    #[serde(default, borrow, rename = "content")]
+    _content: Option<Vec<PartTyped<'a>>>,
+    #[serde(default, borrow, rename = "encrypted_content")]
+    _encrypted_content: Option<BStr<'a>>,
+    #[serde(default, rename = "internal_chat_message_metadata_passthrough")]
+    _passthrough: Option<serde::de::IgnoredAny>,
+}
+
+/// A wrapped line `{"type":"response_item","payload":…}` read into a typed payload.
+#[derive(Deserialize)]
+pub struct ItemLine<'a, P> {
+    #[serde(rename = "type", borrow)]
+    pub ty: BStr<'a>,
+    #[serde(default)]
+    pub ordinal: Option<u64>,
+    pub payload: P,
+}
+
+/// A message or a reasoning item's line, typed.
+pub enum ModelItem<'a> {
+    Message(ItemLine<'a, MessageTyped<'a>>),
+    Reasoning(ItemLine<'a, ReasoningTyped<'a>>),
+}
+
+impl<'a> ModelItem<'a> {
+    /// The line as a `response_item` of type `ty` (`message` or `reasoning`) that the whole
+    /// parse would accept as it is: `None` for anything else (another line type or payload
+    /// type, a key Codex does not write, a field of another type, a duplicate key, what only
+    /// the whole parse refuses), which the caller reads whole.
+    pub fn of(text: &'a [u8], ty: &str) -> Option<ModelItem<'a>> {
+        let first = text.iter().find(|b| !b.is_ascii_whitespace())?;
+        if *first != b'{' || whole_parse_may_differ(text) {
+            return None;
+        }
+        let item = match ty {
+            "message" => ModelItem::Message(serde_json::from_slice(text).ok()?),
+            "reasoning" => ModelItem::Reasoning(serde_json::from_slice(text).ok()?),
+            _ => return None,
+        };
+        let (line_ty, payload_ty) = match &item {
+            ModelItem::Message(l) => (l.ty.as_str(), l.payload.ty.as_str()),
+            ModelItem::Reasoning(l) => (l.ty.as_str(), l.payload.ty.as_str()),
+        };
+        (line_ty == "response_item" && payload_ty == ty).then_some(item)
+    }
+
+    pub fn ordinal(&self) -> Option<u64> {
+        match self {
+            ModelItem::Message(l) => l.ordinal,
+            ModelItem::Reasoning(l) => l.ordinal,
+        }
+    }
+
+    /// The message's role (none for reasoning).
+    pub fn role(&self) -> Option<&str> {
+        match self {
+            ModelItem::Message(l) => Some(l.payload.role.as_str()),
+            ModelItem::Reasoning(_) => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
