@@ -239,6 +239,35 @@ mod tests {
         .join(name)
     }
 
+    /// Cut the end of the journal's last record (as if it was lost after the audit).
+    fn lose_the_last_record(journal: &std::path::Path) {
+        let len = std::fs::metadata(journal).unwrap().len();
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(journal)
+            .unwrap();
+        f.set_len(len - 8).unwrap();
+    }
+
+    #[test]
+    fn the_timeline_is_read_again_when_written_and_refuses_a_journal_that_lost_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = dir.path().join("journal.pvj");
+        std::fs::copy(vector("complete.pvj"), &journal).unwrap();
+        let r = crate::audit::audit_run(&journal).unwrap();
+        assert!(r.events > 10, "{}", r.events);
+        let v = serde_json::to_value(&r).unwrap();
+        let lines = v["timeline"].as_array().unwrap();
+        assert_eq!(lines.len() as u64, r.events);
+        assert_eq!(lines[0]["seq"], 1);
+        assert_eq!(lines[0]["event"], "run_requested");
+        assert_eq!(lines.last().unwrap()["seq"], r.events);
+        // the journal loses its last record after the audit: the report is not written short
+        lose_the_last_record(&journal);
+        let e = serde_json::to_string(&r).unwrap_err().to_string();
+        assert!(e.contains("could be read again"), "{e}");
+    }
+
     #[test]
     fn the_call_reports_read_again_are_those_of_the_whole_fold() {
         for v in [
@@ -264,12 +293,7 @@ mod tests {
             assert_eq!(r.calls.count, want.len() as u64, "{v}");
             assert_eq!(r.calls.collect().unwrap(), want, "{v}");
             // the journal loses its last record after the audit: the reports are not short
-            let len = std::fs::metadata(&journal).unwrap().len();
-            let f = std::fs::OpenOptions::new()
-                .write(true)
-                .open(&journal)
-                .unwrap();
-            f.set_len(len - 8).unwrap();
+            lose_the_last_record(&journal);
             let e = r.calls.collect().unwrap_err().to_string();
             assert!(e.contains("could be read again"), "{v}: {e}");
         }
