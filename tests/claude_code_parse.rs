@@ -544,4 +544,36 @@ fn a_chain_record_claude_does_not_load_is_refused() {
         (29, "attachment.cliPre&ix"),
         "{message}"
     );
+    // the snapshot that adds the tools lost them: it would look like a copy of the one
+    // before it, which has no `cliPrefix`
+    let (line, field, message) = refused(&|v| {
+        v["attachment"].as_object_mut().unwrap().remove("tools");
+    });
+    assert_eq!(
+        (line, field.as_str()),
+        (29, "attachment.tools"),
+        "{message}"
+    );
+    assert!(message.contains("cliPrefix"), "{message}");
+    // a snapshot that lost the tools the one before it on the chain lists (line 14, the
+    // first snapshot, given line 29's tools; line 29 without tools or prefix)
+    let tools: Value =
+        serde_json::from_str::<Value>(&original[28]).unwrap()["attachment"]["tools"].clone();
+    assert!(original[13].contains("\"prompt_snapshot\""));
+    let mut l = original.clone();
+    edit_line(&mut l, 14, &|v: &mut Value| {
+        v["attachment"]["tools"] = tools.clone()
+    });
+    parse(&l).expect("the first snapshot with the tools is still one Claude could write");
+    edit_line(&mut l, 29, &|v: &mut Value| {
+        let a = v["attachment"].as_object_mut().unwrap();
+        a.remove("tools");
+        a.remove("cliPrefix");
+    });
+    let e = parse(&l).unwrap_err();
+    assert_eq!((e.line, e.field.as_str()), (29, "attachment.tools"), "{e}");
+    assert!(
+        e.message.contains("line 14") && e.message.contains("lists some"),
+        "{e}"
+    );
 }

@@ -84,6 +84,38 @@ const SNAPSHOT_FLAGS: [&str; 8] = [
     "effortAfterText",
 ];
 
+/// The nearest prompt snapshot above a record on its chain (by `parentUuid`; a compact
+/// boundary, which has none, ends the walk: what is above it is not loaded again).
+struct SnapshotsAbove<'a> {
+    records: &'a [Record],
+    by_uuid: std::collections::HashMap<&'a str, usize>,
+}
+
+impl<'a> SnapshotsAbove<'a> {
+    fn of(records: &'a [Record]) -> Self {
+        let by_uuid = records
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| r.uuid.as_deref().map(|u| (u, i)))
+            .collect();
+        SnapshotsAbove { records, by_uuid }
+    }
+
+    fn nearest(&self, i: usize) -> Option<usize> {
+        let mut parent = self.records[i].parent_uuid.as_deref();
+        // At most one step per record: a damaged file may link its records in a cycle.
+        for _ in 0..self.records.len() {
+            let j = *self.by_uuid.get(parent?)?;
+            let r = &self.records[j];
+            if r.value["attachment"]["type"].as_str() == Some("prompt_snapshot") {
+                return Some(j);
+            }
+            parent = r.parent_uuid.as_deref();
+        }
+        None
+    }
+}
+
 /// Check the records of one session.
 pub fn check(path: &Path, records: &[Record]) -> Result<(), TrajectoryError> {
     let mut shapes: Vec<&Value> = Vec::new();
@@ -117,7 +149,8 @@ pub fn check(path: &Path, records: &[Record]) -> Result<(), TrajectoryError> {
             _ => {}
         }
     }
-    for r in records {
+    let above = SnapshotsAbove::of(records);
+    for (i, r) in records.iter().enumerate() {
         let Some(a) = r.value.get("attachment") else {
             continue;
         };
@@ -191,6 +224,30 @@ pub fn check(path: &Path, records: &[Record]) -> Result<(), TrajectoryError> {
                         .join(", ")
                 ),
             ));
+        }
+        // A snapshot without tools is a copy of the one before it on the chain (2.1.332's
+        // writer of a snapshot that adds tools always writes them; the others copy the
+        // earlier snapshot's tools when it lists any, and its `cliPrefix`).
+        if a.get("tools").is_none() {
+            let before = above
+                .nearest(i)
+                .map(|p| (&records[p].value["attachment"], p));
+            let lists_tools =
+                before.is_some_and(|(b, _)| b["tools"].as_array().is_some_and(|t| !t.is_empty()));
+            let prefix_from_before = a
+                .get("cliPrefix")
+                .is_none_or(|c| before.is_some_and(|(b, _)| b.get("cliPrefix") == Some(c)));
+            if lists_tools || !prefix_from_before {
+                return Err(err(
+                    path,
+                    r.line,
+                    "attachment.tools",
+                    match before {
+                        Some((_, p)) if lists_tools => format!("the prompt snapshot has no tools, and the one before it on the conversation's chain (line {}) lists some: Claude copies them into every later snapshot", records[p].line),
+                        _ => "the prompt snapshot has no tools but a `cliPrefix` the snapshot before it on the conversation's chain does not have: Claude writes a new prefix only with the tools".to_string(),
+                    },
+                ));
+            }
         }
         // Claude writes these two together (the same condition).
         if a.get("toolChangeHeader").is_some() != a.get("inlineTools").is_some() {
