@@ -561,11 +561,11 @@ fn a_chain_record_claude_does_not_load_is_refused() {
         serde_json::from_str::<Value>(&original[28]).unwrap()["attachment"]["tools"].clone();
     assert!(original[13].contains("\"prompt_snapshot\""));
     let mut l = original.clone();
-    edit_line(&mut l, 14, &|v: &mut Value| {
+    edit_line(&mut l, 14, |v: &mut Value| {
         v["attachment"]["tools"] = tools.clone()
     });
     parse(&l).expect("the first snapshot with the tools is still one Claude could write");
-    edit_line(&mut l, 29, &|v: &mut Value| {
+    edit_line(&mut l, 29, |v: &mut Value| {
         let a = v["attachment"].as_object_mut().unwrap();
         a.remove("tools");
         a.remove("cliPrefix");
