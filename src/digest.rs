@@ -70,8 +70,7 @@ impl Sha256Behind {
         let block = std::mem::replace(&mut self.block, Vec::with_capacity(Self::BLOCK));
         if let Some((tx, _)) = &self.worker {
             if let Err(std::sync::mpsc::SendError(block)) = tx.send(block) {
-                // The thread ended early, which only a panic of the hasher could do: go on
-                // here from what it had.
+                // The thread ends early only if hashing panicked: its panic is raised here.
                 if let Some((_, handle)) = self.worker.take() {
                     self.inline = handle.join().expect("SHA-256 hashing does not panic");
                 }

@@ -101,6 +101,13 @@ impl<'a> SnapshotsAbove<'a> {
         SnapshotsAbove { records, by_uuid }
     }
 
+    /// The prompt snapshot before record `i` in the file.
+    fn previous_snapshot(&self, i: usize) -> Option<usize> {
+        self.records[..i]
+            .iter()
+            .rposition(|r| r.value["attachment"]["type"].as_str() == Some("prompt_snapshot"))
+    }
+
     fn nearest(&self, i: usize) -> Option<usize> {
         let mut parent = self.records[i].parent_uuid.as_deref();
         // At most one step per record: a damaged file may link its records in a cycle.
@@ -227,11 +234,15 @@ pub fn check(path: &Path, records: &[Record]) -> Result<(), TrajectoryError> {
         }
         // A snapshot without tools is a copy of the one before it on the chain (2.1.332's
         // writer of a snapshot that adds tools always writes them; the others copy the
-        // earlier snapshot's tools when it lists any, and its `cliPrefix`).
-        if a.get("tools").is_none() {
-            let before = above
-                .nearest(i)
-                .map(|p| (&records[p].value["attachment"], p));
+        // earlier snapshot's tools when it lists any, and its `cliPrefix`). Checked where that
+        // snapshot is also the one before it in the file, for the versions whose writers were
+        // read: a compacted or rewound conversation may resume from one the chain does not
+        // show.
+        let before = above
+            .nearest(i)
+            .filter(|&p| known_keys && above.previous_snapshot(i) == Some(p))
+            .map(|p| (&records[p].value["attachment"], p));
+        if a.get("tools").is_none() && before.is_some() {
             let lists_tools =
                 before.is_some_and(|(b, _)| b["tools"].as_array().is_some_and(|t| !t.is_empty()));
             let prefix_from_before = a

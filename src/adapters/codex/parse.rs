@@ -19,7 +19,7 @@
 //! tool calls of one reply; calls are paired with their `*_output` items by `call_id`.
 
 use super::integrity::Said;
-use super::scan::{BStr, Head, LineReader, ModelItem, PartTyped, RawLine};
+use super::scan::{BStr, Head, LineReader, ModelItem, Obj, PartTyped, RawLine};
 use crate::error::TrajectoryError;
 use crate::kit::{Batch, Locator, Observation, Plan, ToolCall};
 use serde_json::Value;
@@ -154,7 +154,7 @@ fn is_call_or_output(ty: &str) -> bool {
 }
 
 /// The `(type, text)` of typed parts, as the cross-check reads them.
-fn typed_parts<'a>(p: &'a [PartTyped]) -> Vec<(Option<&'a str>, Option<&'a str>)> {
+fn typed_parts<'a>(p: &'a [Obj<PartTyped>]) -> Vec<(Option<&'a str>, Option<&'a str>)> {
     p.iter()
         .map(|p| (Some(p.ty.as_str()), p.text.as_ref().map(BStr::as_str)))
         .collect()
@@ -990,7 +990,8 @@ mod tests {
             .join("tests/fixtures/codex/genuine/rollout-final.jsonl");
         let text = std::fs::read_to_string(path).unwrap();
         let lines: Vec<&str> = text.lines().collect();
-        // the assistant message (line 12), the reasoning (line 10), the user message (line 7)
+        // the assistant message (line 12), the reasoning (line 10), the user message (line 7),
+        // and the completed-item events of the reasoning (line 9) and the message (line 11)
         let variants: &[(usize, &str, &str)] = &[
             (
                 12,
@@ -1075,10 +1076,37 @@ mod tests {
             ),
             (7, r#""text":"Create"#, r#""text":"create"#),
             (7, r#""role":"user""#, r#""role":"developer""#),
+            // a struct written as an array: read by position by a derived struct, never by
+            // the whole parse
+            (
+                12,
+                r#"{"type":"output_text","text":"I'll create a.txt and list the directory."}"#,
+                r#"["output_text","I'll create a.txt and list the directory."]"#,
+            ),
+            (
+                7,
+                r#"{"turn_id":"01a229dc-f12e-7950-a459-c192cba7f12f","create_time":1795998675.3240418}"#,
+                r#"["01a229dc-f12e-7950-a459-c192cba7f12f"]"#,
+            ),
+            (
+                11,
+                r#"{"type":"AgentMessage","id":"msg_fake_t000","content":[{"type":"Text","text":"I'll create a.txt and list the directory."}]}"#,
+                r#"["AgentMessage","msg_fake_t000",[{"type":"Text","text":"I'll create a.txt and list the directory."}]]"#,
+            ),
+            (
+                11,
+                r#"{"type":"Text","text":"I'll create a.txt and list the directory."}"#,
+                r#"["Text","I'll create a.txt and list the directory."]"#,
+            ),
+            (
+                9,
+                r#"{"type":"item_completed","#,
+                r#"["item_completed"],"p":{"type":"item_completed","#,
+            ),
         ];
         let typed = |line: &str, n: usize| {
             let ty = if n == 10 { "reasoning" } else { "message" };
-            ModelItem::of(line.as_bytes(), ty).is_some()
+            [7, 10, 12].contains(&n) && ModelItem::of(line.as_bytes(), ty).is_some()
         };
         assert!([7, 10, 12].iter().all(|&n| typed(lines[n - 1], n)));
         let mut read_typed = 0;

@@ -167,7 +167,7 @@ pub struct Head<'a> {
     #[serde(rename = "type", borrow, default)]
     pub ty: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    pub payload: Option<PayloadHead<'a>>,
+    pub payload: Option<Obj<PayloadHead<'a>>>,
     /// Codex 0.149 numbers every line.
     #[serde(default)]
     pub ordinal: Option<u64>,
@@ -190,7 +190,7 @@ pub struct PayloadHead<'a> {
     #[serde(borrow, default)]
     pub turn_id: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    pub item: Option<ItemHead<'a>>,
+    pub item: Option<Obj<ItemHead<'a>>>,
 }
 
 /// The fields of a completed item the cross-check reads ([`super::integrity`]).
@@ -201,7 +201,7 @@ pub struct ItemHead<'a> {
     #[serde(borrow, default)]
     pub id: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    pub content: Option<Vec<PartHead<'a>>>,
+    pub content: Option<Vec<Obj<PartHead<'a>>>>,
     #[serde(borrow, default)]
     pub summary_text: Option<Vec<Option<Cow<'a, str>>>>,
     #[serde(borrow, default)]
@@ -237,6 +237,34 @@ impl<'a> Head<'a> {
     /// The payload's `type`.
     pub fn payload_type(&self) -> Option<&str> {
         self.payload.as_ref()?.ty.as_deref()
+    }
+}
+
+/// A `T` read from a JSON object only. A derived struct also reads a JSON array, its fields by
+/// position, where the whole parse finds no key: every struct under a line's head or typed
+/// reading is wrapped in this, so that such a line goes to the whole parse.
+pub struct Obj<T>(pub T);
+
+impl<T> std::ops::Deref for Obj<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for V<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_map(V(std::marker::PhantomData)).map(Obj)
     }
 }
 
@@ -307,13 +335,13 @@ pub struct MessageTyped<'a> {
     #[serde(borrow)]
     pub role: BStr<'a>,
     #[serde(borrow)]
-    pub content: Vec<PartTyped<'a>>,
+    pub content: Vec<Obj<PartTyped<'a>>>,
     #[serde(default, rename = "end_turn")]
     _end_turn: Option<serde::de::IgnoredAny>,
     #[serde(default, rename = "phase")]
     _phase: Option<serde::de::IgnoredAny>,
     #[serde(default, borrow, rename = "internal_chat_message_metadata_passthrough")]
-    pub passthrough: Option<Passthrough<'a>>,
+    pub passthrough: Option<Obj<Passthrough<'a>>>,
 }
 
 /// A reasoning item, likewise.
@@ -325,10 +353,10 @@ pub struct ReasoningTyped<'a> {
     #[serde(default, borrow)]
     pub id: Option<BStr<'a>>,
     #[serde(borrow)]
-    pub summary: Vec<PartTyped<'a>>,
+    pub summary: Vec<Obj<PartTyped<'a>>>,
     /// Read only for its shape: null, or parts like the summary's.
     #[serde(default, borrow, rename = "content")]
-    _content: Option<Vec<PartTyped<'a>>>,
+    _content: Option<Vec<Obj<PartTyped<'a>>>>,
     #[serde(default, borrow, rename = "encrypted_content")]
     _encrypted_content: Option<BStr<'a>>,
     #[serde(default, rename = "internal_chat_message_metadata_passthrough")]
@@ -342,7 +370,7 @@ pub struct ItemLine<'a, P> {
     pub ty: BStr<'a>,
     #[serde(default)]
     pub ordinal: Option<u64>,
-    pub payload: P,
+    pub payload: Obj<P>,
 }
 
 /// A message or a reasoning item's line, typed.
