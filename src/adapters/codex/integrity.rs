@@ -106,7 +106,7 @@ struct Completed<'a> {
     turn: &'a str,
     id: &'a str,
     kind: Option<&'a str>,
-    /// The content's parts, `(type, text)`, when it is a list.
+    /// The content's parts, when it is a list.
     content: Option<Vec<(Option<&'a str>, Option<&'a str>)>>,
     summary_text: Option<Vec<Option<&'a str>>>,
     /// The command's last word, when it is a list of three (`bash -lc <cmd>`).
@@ -117,12 +117,7 @@ struct Completed<'a> {
 fn parts_of(content: Option<&Value>) -> Option<Vec<(Option<&str>, Option<&str>)>> {
     content.and_then(Value::as_array).map(|a| {
         a.iter()
-            .map(|p| {
-                (
-                    p.get("type").and_then(Value::as_str),
-                    p.get("text").and_then(Value::as_str),
-                )
-            })
+            .map(|p| (str_of(p.get("type")), str_of(p.get("text"))))
             .collect()
     })
 }
@@ -293,11 +288,7 @@ impl Crosscheck {
     /// A line of type `event_msg` whose payload is `item_completed`, read whole.
     pub fn event(&mut self, line: usize, payload: &Value) {
         let item = &payload["item"];
-        let content = item.get("content").and_then(Value::as_array).map(|a| {
-            a.iter()
-                .map(|p| (str_of(p.get("type")), str_of(p.get("text"))))
-                .collect()
-        });
+        let content = parts_of(item.get("content"));
         self.completed(
             line,
             Completed {
