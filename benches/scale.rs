@@ -11,8 +11,9 @@
 //!   cargo bench --bench scale                          # 2k, 20k, 60k; replay 200, 1000
 //!   PVISOR_SCALE_SIZES=2000,20000,200000,1000000 cargo bench --bench scale
 //!
-//! (Prepare-only reads the rollout once, line by line; what stays in memory is the plan, about
-//! 2.3 KB per batch here: 1,000,000 batches, 3.6 GB, prepare in 55 s and 2.3 GiB.)
+//! (Prepare-only reads the rollout once, line by line, and spills the plan to a temporary file;
+//! what grows in memory is the parse's integrity cross-check, about 0.75 KB per batch here:
+//! 1,000,000 batches, 3.6 GB, about 0.75 GiB; docs/performance.md.)
 //!   PVISOR_SCALE_REPLAY=200,1000,4000 PVISOR_SCALE_RUNS=5 cargo bench --bench scale
 //!
 //! The replay-only runs take the Codex CLI installed by `pvisor agents install codex` (in

@@ -54,6 +54,8 @@ fn prefix_of(rollout: &str, n: usize) -> Vec<Value> {
     let plan = a.parse(&path, &std::fs::read(&path).unwrap()).unwrap();
     let obs: BTreeMap<String, Observation> = plan
         .batches
+        .in_memory()
+        .unwrap()
         .iter()
         .flat_map(|b| {
             b.calls
@@ -67,7 +69,7 @@ fn prefix_of(rollout: &str, n: usize) -> Vec<Value> {
         source: &path,
         plan: &plan,
         after_step: n,
-        observations: &obs,
+        observations: pvisor::kit::Observations::Fresh(&obs),
         workspace: state.path(),
         state_dir: state.path(),
         artifact_path: &art,

@@ -152,8 +152,10 @@ fn incomplete_final_batch_is_not_an_error() {
     let p = parse(&l).unwrap();
     let plan = p.plan();
     assert_eq!(plan.batches.len(), 4);
-    assert!(!plan.batches[3].complete);
-    assert!(plan.batches[3].calls[0].original.is_none());
+    assert!(!plan.batches.in_memory().unwrap()[3].complete);
+    assert!(plan.batches.in_memory().unwrap()[3].calls[0]
+        .original
+        .is_none());
     assert_eq!(plan.max_boundary(), 3);
     assert_eq!(plan.model_turns, 4);
 }
@@ -242,7 +244,11 @@ fn compact_boundary_continues_through_logical_parent() {
     assert_eq!(p.compact_boundaries.len(), 1);
     assert_eq!(p.records[p.compact_boundaries[0]].line, 4);
     assert_eq!(
-        p.plan().batches[1].calls[0].original.as_ref().unwrap().text,
+        p.plan().batches.in_memory().unwrap()[1].calls[0]
+            .original
+            .as_ref()
+            .unwrap()
+            .text,
         "two"
     );
 }
@@ -286,7 +292,10 @@ fn abandoned_branch_is_excluded() {
     ];
     let p = parse(&l).unwrap();
     assert_eq!(p.plan().batches.len(), 1);
-    assert_eq!(p.plan().batches[0].calls[0].call_id, "t2");
+    assert_eq!(
+        p.plan().batches.in_memory().unwrap()[0].calls[0].call_id,
+        "t2"
+    );
     assert_eq!(p.plan().model_turns, 2);
     assert!(!p.on_chain(1));
 }
@@ -315,7 +324,7 @@ fn parallel_calls_with_the_chain_through_the_first_result() {
         ),
     ];
     let p = parse(&l).unwrap();
-    let b = &p.plan().batches;
+    let b = p.plan().batches.in_memory().unwrap();
     assert_eq!(b.len(), 1);
     assert_eq!(
         b[0].calls
@@ -347,7 +356,10 @@ fn array_content_keeps_native_blocks() {
         ),
     ];
     let p = parse(&l).unwrap();
-    let o = p.plan().batches[0].calls[0].original.clone().unwrap();
+    let o = p.plan().batches.in_memory().unwrap()[0].calls[0]
+        .original
+        .clone()
+        .unwrap();
     assert_eq!(o.text, "part one part two");
     assert!(o.is_error);
     assert_eq!(o.native, Some(content));
@@ -390,7 +402,7 @@ fn empty_input() {
 
 fn check_invariants(p: &ParsedSession) {
     let plan = p.plan();
-    for (i, b) in plan.batches.iter().enumerate() {
+    for (i, b) in plan.batches.in_memory().unwrap().iter().enumerate() {
         assert_eq!(b.index, i + 1);
         assert!(!b.calls.is_empty());
         assert_eq!(b.complete, b.calls.iter().all(|c| c.original.is_some()));

@@ -78,7 +78,7 @@ fn replay(name: &str) -> Vec<(String, String, String)> {
     let mut mismatches = Vec::new();
     let session = tools::ToolSession::new(tools::ToolConfig::for_session(&parsed));
     let mut next_record = 0usize;
-    for batch in &parsed.plan().batches {
+    for batch in parsed.plan().batches.in_memory().unwrap() {
         assert!(batch.complete);
         // Claude's between-turn file-change attachments before this batch.
         for &i in parsed
@@ -295,7 +295,7 @@ fn sessions_of_the_range_low_end_replay_byte_for_byte() {
 fn parallel_results_written_out_of_order() {
     for name in ["parallel-order-2.1.332", "parallel-order-2.1.220"] {
         let parsed = claude_code::parse_file(&fixture(name).join("session.jsonl")).unwrap();
-        let b = &parsed.plan().batches[0];
+        let b = &parsed.plan().batches.in_memory().unwrap()[0];
         let ids: Vec<&str> = b.calls.iter().map(|c| c.call_id.as_str()).collect();
         assert_eq!(
             ids,

@@ -31,6 +31,8 @@ fn parses_the_genuine_session() {
     assert_eq!(plan.original_cwd.as_deref(), Some(Path::new(ORIGINAL_CWD)));
     let ids: Vec<Vec<&str>> = plan
         .batches
+        .in_memory()
+        .unwrap()
         .iter()
         .map(|b| b.calls.iter().map(|c| c.call_id.as_str()).collect())
         .collect();
@@ -45,6 +47,8 @@ fn parses_the_genuine_session() {
     );
     let tools: Vec<Vec<&str>> = plan
         .batches
+        .in_memory()
+        .unwrap()
         .iter()
         .map(|b| b.calls.iter().map(|c| c.tool.as_str()).collect())
         .collect();
@@ -57,13 +61,20 @@ fn parses_the_genuine_session() {
             vec!["Edit"]
         ]
     );
-    assert!(plan.batches.iter().all(|b| b.complete));
+    assert!(plan.batches.in_memory().unwrap().iter().all(|b| b.complete));
     assert_eq!(
-        plan.batches.iter().map(|b| b.index).collect::<Vec<_>>(),
+        plan.batches
+            .in_memory()
+            .unwrap()
+            .iter()
+            .map(|b| b.index)
+            .collect::<Vec<_>>(),
         vec![1, 2, 3, 4]
     );
     assert_eq!(
         plan.batches
+            .in_memory()
+            .unwrap()
             .iter()
             .map(|b| b.model_turn)
             .collect::<Vec<_>>(),
@@ -78,19 +89,30 @@ fn parses_the_genuine_session() {
     assert_eq!(tip.line, 45);
     assert_eq!(tip.value["message"]["content"][0]["text"], "Done: created a.txt (contains \"hi\"), wrote notes.txt, read it back and edited its second line.");
     // Locators: batch 3 starts at line 33 (its text block), the Read tool_use is line 34.
-    assert_eq!(plan.batches[2].locator.line, 33);
+    assert_eq!(plan.batches.in_memory().unwrap()[2].locator.line, 33);
     assert_eq!(
-        plan.batches[2].locator.native_id.as_deref(),
+        plan.batches.in_memory().unwrap()[2]
+            .locator
+            .native_id
+            .as_deref(),
         Some("msg_fake_t002_003")
     );
-    assert_eq!(plan.batches[2].calls[0].locator.line, 34);
+    assert_eq!(
+        plan.batches.in_memory().unwrap()[2].calls[0].locator.line,
+        34
+    );
     // The Read result (line 38) hangs off the Read tool_use line, off the parentUuid chain
     // of the tip; it is re-attached.
     let read = parsed.call("toolu_fake_t002_0").unwrap();
     assert_eq!(parsed.records[read.result_record.unwrap()].line, 38);
     assert!(parsed.on_chain(read.result_record.unwrap()));
     // Observations as the model saw them.
-    let obs = |b: usize, c: usize| plan.batches[b].calls[c].original.clone().unwrap();
+    let obs = |b: usize, c: usize| {
+        plan.batches.in_memory().unwrap()[b].calls[c]
+            .original
+            .clone()
+            .unwrap()
+    };
     assert_eq!(obs(0, 0).text, "a.txt");
     assert_eq!(obs(2, 0).text, "1\tline one\n2\tline two\n3\t");
     assert_eq!(obs(2, 1).text, "hi");
@@ -99,7 +121,7 @@ fn parses_the_genuine_session() {
     assert_eq!(parsed.records.len(), 47);
     assert_eq!(parsed.records[0].kind, "queue-operation");
     assert!(parsed.records.iter().all(|r| !r.is_sidechain));
-    for b in &plan.batches {
+    for b in plan.batches.in_memory().unwrap() {
         for c in &b.calls {
             assert_ne!(tools::classify(&c.tool, &c.input), ToolClass::Unknown);
         }
@@ -124,7 +146,7 @@ fn recorded_observations_are_what_the_model_was_sent() {
             }
         }
     }
-    for b in &parsed.plan().batches {
+    for b in parsed.plan().batches.in_memory().unwrap() {
         for c in &b.calls {
             let o = c.original.as_ref().unwrap();
             let s = &sent[&c.call_id];
@@ -175,7 +197,7 @@ fn replays_every_batch_byte_for_byte_at_the_original_path() {
         agent_entrypoint: None,
     };
     let session = tools::ToolSession::new(tools::ToolConfig::for_session(&parsed));
-    for batch in &parsed.plan().batches {
+    for batch in parsed.plan().batches.in_memory().unwrap() {
         for call in &batch.calls {
             let out = session
                 .execute(call, &ctx)
@@ -231,8 +253,8 @@ fn edit_without_the_read_state_loses_the_file_state_suffix() {
         timeout: Duration::from_secs(60),
         agent_entrypoint: None,
     };
-    let edit = &parsed.plan().batches[3].calls[0];
-    let read = &parsed.plan().batches[2].calls[0];
+    let edit = &parsed.plan().batches.in_memory().unwrap()[3].calls[0];
+    let read = &parsed.plan().batches.in_memory().unwrap()[2].calls[0];
     let setup = |ws: &Path| {
         if ws.exists() {
             std::fs::remove_dir_all(ws).unwrap();

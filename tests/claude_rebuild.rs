@@ -74,7 +74,11 @@ fn prefix_equals_the_next_recorded_request_at_every_boundary() {
             let obs = original_observations(&plan, n);
             let r = rebuild_lines(&source, &plan, n, &obs)
                 .unwrap_or_else(|e| panic!("{name} N={n}: {e}"));
-            let last_call = &plan.batches[n - 1].calls.last().unwrap().call_id;
+            let last_call = &plan.batches.in_memory().unwrap()[n - 1]
+                .calls
+                .last()
+                .unwrap()
+                .call_id;
             let expected = canonical_messages(&request_after(&reqs, last_call));
             assert_eq!(
                 r.prefix.len(),
@@ -218,7 +222,7 @@ fn rebuild_writes_session_artifact_and_mtimes() {
         source: &source,
         plan: &plan2,
         after_step: 3,
-        observations: &obs,
+        observations: pvisor::kit::Observations::Fresh(&obs),
         workspace: &ws,
         state_dir: &state,
         artifact_path: &artifact,

@@ -39,6 +39,8 @@ fn parses_genuine_rollout() {
     let plan = p.plan();
     let shape: Vec<(usize, Vec<&str>)> = plan
         .batches
+        .in_memory()
+        .unwrap()
         .iter()
         .map(|b| {
             (
@@ -59,7 +61,10 @@ fn parses_genuine_rollout() {
     );
     assert_eq!(plan.max_boundary(), 5);
     assert_eq!(plan.model_turns, 7);
-    assert_eq!(plan.batches[2].calls[1].locator.line, 26);
+    assert_eq!(
+        plan.batches.in_memory().unwrap()[2].calls[1].locator.line,
+        26
+    );
 }
 
 /// A tool runner whose code-mode cells run on the pinned Node (installed with Codex).
@@ -290,7 +295,7 @@ fn the_genuine_code_mode_session_replays_with_codex_framing() {
     assert_eq!(plan.batches.len(), 5);
     let ws = tempfile::tempdir().unwrap();
     let mut t = a.tool_runner(&plan, &cells_ctx(ws.path()), &[]).unwrap();
-    for b in &plan.batches {
+    for b in plan.batches.in_memory().unwrap() {
         for call in &b.calls {
             assert_eq!(call.tool, "exec");
             let out = t.execute(call).unwrap();
@@ -329,7 +334,7 @@ fn replay_every_boundary_matches_originals() {
         let c = ctx(ws.path());
         let mut tools = a.tool_runner(&plan, &c, &[]).unwrap();
         let mut obs = BTreeMap::new();
-        for b in &plan.batches[..n] {
+        for b in &plan.batches.in_memory().unwrap()[..n] {
             for call in &b.calls {
                 assert_ne!(a.classify(call), ToolClass::Unknown);
                 let out = tools.execute(call).unwrap();
@@ -352,7 +357,7 @@ fn replay_every_boundary_matches_originals() {
                 source: &path,
                 plan: &plan,
                 after_step: n,
-                observations: &obs,
+                observations: pvisor::kit::Observations::Fresh(&obs),
                 workspace: ws.path(),
                 state_dir: state.path(),
                 artifact_path: &art,
@@ -374,7 +379,7 @@ fn replay_every_boundary_matches_originals() {
             .ends_with("-01a229dc-f117-7e91-85a6-a705d046a8e2.jsonl"));
         let re = parse::parse_file(&r.native_path).unwrap();
         assert_eq!(re.plan().max_boundary(), n);
-        for b in &re.plan().batches {
+        for b in re.plan().batches.in_memory().unwrap() {
             for call in &b.calls {
                 assert_eq!(call.original.as_ref().unwrap(), &obs[&call.call_id]);
             }
@@ -386,7 +391,9 @@ fn replay_every_boundary_matches_originals() {
         let state2 = tempfile::tempdir().unwrap();
         let art2 = state2.path().join("out/rollout.jsonl");
         let mut changed = obs.clone();
-        let first = plan.batches[0].calls[0].call_id.clone();
+        let first = plan.batches.in_memory().unwrap()[0].calls[0]
+            .call_id
+            .clone();
         changed
             .get_mut(&first)
             .unwrap()
@@ -399,7 +406,7 @@ fn replay_every_boundary_matches_originals() {
                     source: &path,
                     plan: &plan,
                     after_step: n,
-                    observations: o,
+                    observations: pvisor::kit::Observations::Fresh(o),
                     workspace: ws.path(),
                     state_dir: st.path(),
                     artifact_path: art,
@@ -439,6 +446,8 @@ fn prefix_equals_original_request_n_plus_1() {
         .collect();
     let originals: BTreeMap<String, Observation> = plan
         .batches
+        .in_memory()
+        .unwrap()
         .iter()
         .flat_map(|b| {
             b.calls
@@ -454,7 +463,7 @@ fn prefix_equals_original_request_n_plus_1() {
                 source: &path,
                 plan: &plan,
                 after_step: n,
-                observations: &originals,
+                observations: pvisor::kit::Observations::Fresh(&originals),
                 workspace: state.path(),
                 state_dir: state.path(),
                 artifact_path: &art,

@@ -238,11 +238,13 @@ fn the_boundary_is_never_inside_a_batch(agent: &str) {
         let plan = f.plan();
         let max = plan.max_boundary();
         assert!(max >= 1, "{}", f.name);
-        assert!(plan.batches[..max]
+        assert!(plan.batches.in_memory().unwrap()[..max]
             .iter()
             .all(|b| b.complete && !b.calls.is_empty()));
         assert!(
             plan.batches
+                .in_memory()
+                .unwrap()
                 .windows(2)
                 .all(|w| w[0].model_turn < w[1].model_turn),
             "{}: a batch is the calls of one model reply",
@@ -294,7 +296,10 @@ fn replay_only_regenerates_the_recorded_observations(agent: &str) {
                 "{} N={n}: {cmp}",
                 f.name
             );
-            let calls: usize = plan.batches[..n].iter().map(|b| b.calls.len()).sum();
+            let calls: usize = plan.batches.in_memory().unwrap()[..n]
+                .iter()
+                .map(|b| b.calls.len())
+                .sum();
             assert_eq!(r["replayed_tool_calls"], calls as u64);
             assert_eq!(refold(&case.state("r")), r, "{} N={n}", f.name);
         }
@@ -403,7 +408,7 @@ fn continuation_sends_the_original_next_request_at_every_boundary(agent: &str) {
                 "{} N={n}: fold != result",
                 f.name
             );
-            let prefix = plan.batches[n - 1].model_turn;
+            let prefix = plan.batches.in_memory().unwrap()[n - 1].model_turn;
             let both_call_tools = f.turn_goes_on(prefix) && f.turn_goes_on(prefix + 1);
             let want = if both_call_tools {
                 "max_steps"
@@ -682,7 +687,10 @@ struct KillRun<'a> {
 fn edit_an_observation(f: &Fixture, plan: &pvisor::kit::Plan, n: usize) -> String {
     let text = (f.unsigned)(&f.input_text());
     let words = regex::Regex::new(r"[A-Za-z]{3,}").unwrap();
-    for call in plan.batches[..n].iter().flat_map(|b| &b.calls) {
+    for call in plan.batches.in_memory().unwrap()[..n]
+        .iter()
+        .flat_map(|b| &b.calls)
+    {
         let Some(o) = &call.original else { continue };
         // The observation's text, or one text item of a structured observation (a code-mode
         // cell's `text()` output), as a whole JSON string, quotes included: the records that

@@ -96,7 +96,7 @@ fn visible(
     fresh: &BTreeMap<String, Observation>,
     entry: Option<&Path>,
 ) -> Result<Visible, String> {
-    let observations: BTreeMap<String, Observation> = plan.batches[..n]
+    let observations: BTreeMap<String, Observation> = plan.batches.in_memory().unwrap()[..n]
         .iter()
         .flat_map(|b| &b.calls)
         .filter_map(|c| {
@@ -113,7 +113,7 @@ fn visible(
         source: path,
         plan,
         after_step: n,
-        observations: &observations,
+        observations: pvisor::kit::Observations::Fresh(&observations),
         workspace: &work,
         state_dir: &state,
         artifact_path: &dir.join(format!("artifact-{n}")),
@@ -137,7 +137,7 @@ fn visible(
         .collect();
     Ok(Visible {
         prefix,
-        calls: plan.batches[..n]
+        calls: plan.batches.in_memory().unwrap()[..n]
             .iter()
             .flat_map(|b| &b.calls)
             .map(|c| (c.tool.clone(), c.input.clone()))
@@ -633,6 +633,8 @@ fn corpus(agent: &str, session: &Path, seed: u64) -> (usize, usize, Vec<String>)
     let max = plan.max_boundary();
     let fresh: BTreeMap<String, Observation> = plan
         .batches
+        .in_memory()
+        .unwrap()
         .iter()
         .flat_map(|b| &b.calls)
         .filter_map(|c| c.original.clone().map(|o| (c.call_id.clone(), o)))
@@ -688,7 +690,7 @@ fn corpus(agent: &str, session: &Path, seed: u64) -> (usize, usize, Vec<String>)
         for n in boundaries {
             let want_n = want(n);
             // A call of a tool the adapter does not know is refused before anything runs.
-            let unknown = plan.batches[..n]
+            let unknown = plan.batches.in_memory().unwrap()[..n]
                 .iter()
                 .flat_map(|b| &b.calls)
                 .any(|c| adapter.classify(c) == pvisor::kit::ToolClass::Unknown);

@@ -87,7 +87,7 @@ fn setup(name: &str, n: usize, edits: &[(&str, &str)]) -> Setup {
         source: &source,
         plan: &plan,
         after_step: n,
-        observations: &obs,
+        observations: pvisor::kit::Observations::Fresh(&obs),
         workspace: &work,
         state_dir: &state.path().join("state"),
         artifact_path: &artifact,
@@ -408,7 +408,12 @@ async fn first_request_equals_the_original_at_every_boundary() {
             )
             .await;
             check_events(&s, &r);
-            let last_call = s.plan.batches[n - 1].calls.last().unwrap().call_id.clone();
+            let last_call = s.plan.batches.in_memory().unwrap()[n - 1]
+                .calls
+                .last()
+                .unwrap()
+                .call_id
+                .clone();
             let (i, orig) = original_after(&s.rec, &last_call);
             let m = mains(&r);
             assert!(!m.is_empty(), "{}", describe(&s, &r));

@@ -137,7 +137,7 @@ fn every_boundary(name: &str, version: &str, continues: bool) {
             eprintln!("{name} N={n}: replay-only ok, continuation refused before anything ran");
             continue;
         }
-        let prefix = plan.batches[n - 1].model_turn;
+        let prefix = plan.batches.in_memory().unwrap()[n - 1].model_turn;
         let (c, code, r, err) = replay(name, None, n, &continue_args(name, version, prefix + 2));
         assert_eq!(code, 0, "{name} N={n} continue: {err}\n{r}");
         assert_eq!(r["phase"], "continued", "{name} N={n}");
@@ -147,7 +147,11 @@ fn every_boundary(name: &str, version: &str, continues: bool) {
             "{name} N={n}"
         );
         let got = main_requests(&c.state("r").join("logs/scripted-model.jsonl"));
-        let last_call = &plan.batches[n - 1].calls.last().unwrap().call_id;
+        let last_call = &plan.batches.in_memory().unwrap()[n - 1]
+            .calls
+            .last()
+            .unwrap()
+            .call_id;
         let orig = original_after(name, last_call);
         let mut d = vec![];
         claude::diff_paths(&orig["body"], &got[0]["body"], String::new(), &mut d);

@@ -56,6 +56,8 @@ fn recordings_are_complete() {
         );
         let texts: Vec<String> = plan
             .batches
+            .in_memory()
+            .unwrap()
             .iter()
             .flat_map(|b| b.calls.iter())
             .filter_map(|c| c.original.as_ref().map(|o| o.text.clone()))
@@ -64,6 +66,8 @@ fn recordings_are_complete() {
         // A failing command, a timeout, output past 10,000 characters.
         assert!(
             plan.batches
+                .in_memory()
+                .unwrap()
                 .iter()
                 .flat_map(|b| &b.calls)
                 .any(|c| c.original.as_ref().is_some_and(|o| o.is_error)),
@@ -76,11 +80,21 @@ fn recordings_are_complete() {
         );
         if name == "v2-tools" {
             assert!(
-                plan.batches.iter().any(|b| b.calls.len() >= 2),
+                plan.batches
+                    .in_memory()
+                    .unwrap()
+                    .iter()
+                    .any(|b| b.calls.len() >= 2),
                 "{name}: parallel calls"
             );
         } else if name == "v1-tools" {
-            let turns: Vec<usize> = plan.batches.iter().map(|b| b.model_turn).collect();
+            let turns: Vec<usize> = plan
+                .batches
+                .in_memory()
+                .unwrap()
+                .iter()
+                .map(|b| b.model_turn)
+                .collect();
             assert!(
                 turns.windows(2).any(|w| w[1] > w[0] + 1),
                 "{name}: a format-error turn"

@@ -53,7 +53,13 @@ fn events_and_store_forms_replay_the_recorded_observations() {
                 r["metadata"]["observations"]["different"], 0,
                 "{label}: {r}"
             );
-            let calls: usize = plan.batches.iter().map(|b| b.calls.len()).sum();
+            let calls: usize = plan
+                .batches
+                .in_memory()
+                .unwrap()
+                .iter()
+                .map(|b| b.calls.len())
+                .sum();
             assert_eq!(r["replayed_tool_calls"], calls as u64, "{label}");
             assert_eq!(refold(&case.state("r")), r, "{label}");
             let prepared = r["artifacts"]
@@ -165,7 +171,7 @@ fn an_agent_clock_behind_the_recording_keeps_new_ids_after_the_recorded_ones() {
         serde_json::from_slice(&std::fs::read(continued["path"].as_str().unwrap()).unwrap())
             .unwrap();
     let orig: Value = serde_json::from_slice(&std::fs::read(&f.trajectory).unwrap()).unwrap();
-    let k = plan.batches[n - 1].model_turn;
+    let k = plan.batches.in_memory().unwrap()[n - 1].model_turn;
     let ids = |v: &Value| -> Vec<String> {
         v["messages"]
             .as_array()

@@ -62,6 +62,8 @@ fn recordings_are_complete_in_every_form() {
         );
         let calls = |p: &pvisor::kit::Plan| {
             p.batches
+                .in_memory()
+                .unwrap()
                 .iter()
                 .map(|b| {
                     b.calls

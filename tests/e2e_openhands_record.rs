@@ -45,15 +45,24 @@ fn recordings_are_complete() {
             .parse(&p, &adapter.read_input(&p).unwrap())
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(plan.max_boundary() >= 6, "{name}: {}", plan.max_boundary());
-        let calls: Vec<&pvisor::kit::ToolCall> =
-            plan.batches.iter().flat_map(|b| &b.calls).collect();
+        let calls: Vec<&pvisor::kit::ToolCall> = plan
+            .batches
+            .in_memory()
+            .unwrap()
+            .iter()
+            .flat_map(|b| &b.calls)
+            .collect();
         let all: String = calls
             .iter()
             .filter_map(|c| c.original.as_ref().map(|o| o.text.clone()))
             .collect::<Vec<_>>()
             .join("\n");
         assert!(
-            plan.batches.iter().any(|b| b.calls.len() >= 3),
+            plan.batches
+                .in_memory()
+                .unwrap()
+                .iter()
+                .any(|b| b.calls.len() >= 3),
             "{name}: parallel calls"
         );
         assert!(

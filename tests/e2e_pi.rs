@@ -60,7 +60,10 @@ fn the_event_stream_works_in_all_three_modes() {
         let r = r.ok(name).clone();
         assert_eq!(r["phase"], "replayed", "{name}");
         assert_eq!(r["metadata"]["observations"]["different"], 0, "{name}: {r}");
-        let calls: usize = plan.batches[..n].iter().map(|b| b.calls.len()).sum();
+        let calls: usize = plan.batches.in_memory().unwrap()[..n]
+            .iter()
+            .map(|b| b.calls.len())
+            .sum();
         assert_eq!(r["replayed_tool_calls"], calls as u64);
 
         // The event form has no model/thinking entries: continue where they are the

@@ -63,6 +63,8 @@ fn recordings_are_complete_in_both_forms() {
         );
         let calls = |p: &pvisor::kit::Plan| -> Vec<Call> {
             p.batches
+                .in_memory()
+                .unwrap()
                 .iter()
                 .flat_map(|b| {
                     b.calls.iter().map(move |c| {

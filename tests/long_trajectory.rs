@@ -149,3 +149,146 @@ fn a_long_trajectory_is_listed_in_bounded_events_and_resumes_between_them() {
         String::from_utf8_lossy(&verify.stderr)
     );
 }
+
+/// A plan spilled to its file (`PVISOR_PLAN_BUDGET=0`: every batch) prepares and replays the
+/// same run as a plan held in memory: the same journaled plan and summaries, the same
+/// prepared and reconstructed sessions, the same observations.
+#[test]
+fn a_spilled_plan_runs_as_a_plan_in_memory() {
+    let root = tempfile::tempdir().unwrap();
+    let src = root.path().join("rollout.jsonl");
+    rollout(&src, 300);
+    let run = |id: &str, budget: Option<&str>, mode: &str, n: usize| {
+        let work = root.path().join(format!("work-{id}"));
+        std::fs::create_dir_all(&work).unwrap();
+        let mut c = Command::new(PVISOR);
+        c.args(["replay", "--agent", "codex", "--trajectory"])
+            .arg(&src)
+            .args(["--after-step", &n.to_string(), mode])
+            .arg("--workspace")
+            .arg(&work)
+            .arg("--state-dir")
+            .arg(root.path().join("state"))
+            .arg("--output-dir")
+            .arg(root.path().join("out"))
+            .args(["--run-id", id]);
+        match budget {
+            Some(b) => c.env("PVISOR_PLAN_BUDGET", b),
+            None => c.env_remove("PVISOR_PLAN_BUDGET"),
+        };
+        let out = c.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{id}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+        result
+    };
+    let read = |id: &str, file: &str| {
+        std::fs::read(root.path().join("out").join(id).join(file))
+            .unwrap_or_else(|e| panic!("{id}/{file}: {e}"))
+    };
+    // What the journal says of the plan: its blob and every summary.
+    let plan_facts = |id: &str| {
+        let mut facts = vec![];
+        for e in events(&root.path().join("state").join(id).join("journal.pvj")) {
+            match e {
+                Event::TrajectoryParsed(t) => {
+                    facts.push(serde_json::to_string(&(&t.plan_blob, &t.batches)).unwrap())
+                }
+                Event::BatchesListed(l) => facts.push(serde_json::to_string(&l.batches).unwrap()),
+                _ => {}
+            }
+        }
+        facts
+    };
+    for (mode, n) in [("--prepare-only", 250), ("--replay-only", 12)] {
+        let tag = &mode[2..4];
+        let (mem, spill) = (format!("{tag}-mem"), format!("{tag}-spill"));
+        let a = run(&mem, None, mode, n);
+        let b = run(&spill, Some("0"), mode, n);
+        for key in [
+            "phase",
+            "quality",
+            "after_step",
+            "replayed_tool_calls",
+            "prefix_model_turns",
+        ] {
+            assert_eq!(a[key], b[key], "{mode}: {key}");
+        }
+        assert_eq!(a["metadata"]["observations"], b["metadata"]["observations"]);
+        assert_eq!(plan_facts(&mem), plan_facts(&spill), "{mode}");
+        assert!(
+            read(&mem, "plan.json") == read(&spill, "plan.json"),
+            "{mode}: plan.json"
+        );
+        if mode == "--prepare-only" {
+            let s = "native/prepared-session.jsonl";
+            assert!(read(&mem, s) == read(&spill, s), "{mode}: {s}");
+        } else {
+            // Fresh outputs carry what changes from run to run (wall time, chunk id): the
+            // other lines are the same, and as many.
+            let s = "native/reconstructed-session.jsonl";
+            let (a, b) = (read(&mem, s), read(&spill, s));
+            let (a, b) = (String::from_utf8(a).unwrap(), String::from_utf8(b).unwrap());
+            assert_eq!(a.lines().count(), b.lines().count(), "{mode}: {s}");
+            let outputs = a
+                .lines()
+                .filter(|l| l.contains("function_call_output"))
+                .count();
+            assert_eq!(outputs, n, "{mode}: {s}");
+            for (x, y) in a.lines().zip(b.lines()) {
+                if !x.contains("function_call_output") {
+                    assert!(x == y, "{mode}: {s}: {x:.200} vs {y:.200}");
+                }
+            }
+        }
+    }
+    // The plan lists every batch, the last one too.
+    let plan: Value = serde_json::from_slice(&read("pr-spill", "plan.json")).unwrap();
+    assert_eq!(plan["batches"].as_array().unwrap().len(), 300);
+    assert_eq!(plan["batches"][299]["index"], 300);
+}
+
+/// The budget is what decides: with every batch to spill and a temporary directory that
+/// cannot hold the spill file, the parse fails and says where; within the budget, the same
+/// run needs no file.
+#[test]
+fn the_spill_file_goes_to_the_temporary_directory() {
+    let root = tempfile::tempdir().unwrap();
+    let src = root.path().join("rollout.jsonl");
+    rollout(&src, 20);
+    let work = root.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let missing = root.path().join("no-such-dir");
+    let run = |id: &str, budget: &str| {
+        Command::new(PVISOR)
+            .args(["replay", "--agent", "codex", "--trajectory"])
+            .arg(&src)
+            .args(["--after-step", "10", "--prepare-only", "--workspace"])
+            .arg(&work)
+            .arg("--state-dir")
+            .arg(root.path().join("state"))
+            .arg("--output-dir")
+            .arg(root.path().join("out"))
+            .args(["--run-id", id])
+            .env("PVISOR_PLAN_BUDGET", budget)
+            .env("TMPDIR", &missing)
+            .output()
+            .unwrap()
+    };
+    let spilled = run("spill", "0");
+    let err = String::from_utf8_lossy(&spilled.stderr);
+    assert!(!spilled.status.success(), "{err}");
+    assert!(
+        err.contains("cannot spill the plan") && err.contains("no-such-dir"),
+        "{err}"
+    );
+    let held = run("held", "1000000");
+    assert!(
+        held.status.success(),
+        "{}",
+        String::from_utf8_lossy(&held.stderr)
+    );
+}

@@ -151,7 +151,7 @@ impl Case<'_> {
     fn continue_flags(&self, plan: &Plan, n: usize) -> Vec<String> {
         vec![
             "--max-steps".into(),
-            (plan.batches[n - 1].model_turn + 1).to_string(),
+            (plan.batches.shape(n - 1).map_or(0, |s| s.model_turn) + 1).to_string(),
             "--agent-entrypoint".into(),
             self.entrypoint.display().to_string(),
             "--model-script".into(),
@@ -231,7 +231,7 @@ impl Case<'_> {
         let id = format!("r{n}");
         let ran = self.pvisor(&self.replay_args(&id, n, &["--replay-only".into()]), None);
         self.ran_ok(&ran, &format!("replay-only N={n}"))?;
-        let calls: usize = plan.batches[..n].iter().map(|b| b.calls.len()).sum();
+        let calls = plan.batches.calls_before(n);
         let equal = ran.result["phase"] == "replayed"
             && ran.result["metadata"]["observations"]["different"] == 0
             && ran.result["replayed_tool_calls"] == calls as u64;
@@ -374,7 +374,7 @@ pub fn outcome(r: &Value) -> Value {
 /// the batch's last call (or, for agents whose results carry no call id, the request after
 /// the batch's model turn).
 pub fn original_after(plan: &Plan, n: usize, originals: &[Value]) -> Option<Value> {
-    let b = plan.batches.get(n.checked_sub(1)?)?;
+    let b = plan.batches.get(n.checked_sub(1)?).ok()??;
     let id = &b.calls.last()?.call_id;
     originals
         .iter()

@@ -104,7 +104,11 @@ fn run_case(
             task.turns.len()
         ));
     }
-    tally.tool_calls += plan.batches.iter().map(|b| b.calls.len()).sum::<usize>();
+    tally.tool_calls += plan.batches.calls_before(plan.batches.len());
+    let batches = plan
+        .batches
+        .loaded()
+        .map_err(|e| format!("the recorded session's plan: {e}"))?;
     let digest = blake3::hash(serde_json::to_string(task).unwrap_or_default().as_bytes());
     let pick = u64::from_le_bytes(digest.as_bytes()[..8].try_into().unwrap_or([0; 8]));
     let extra = recorder.workspace_files();
@@ -119,8 +123,7 @@ fn run_case(
         seed: &seed,
         mask: &mask,
         // The adapter's own declaration (`Adapter::streams_interleave`) for a call of the task.
-        interleaved: plan
-            .batches
+        interleaved: batches
             .iter()
             .flat_map(|b| &b.calls)
             .any(|c| adapter.streams_interleave(c)),

@@ -147,3 +147,10 @@ impl From<AdapterError> for RunError {
         }
     }
 }
+
+impl From<crate::kit::SpillError> for RunError {
+    /// The plan's spill file failed to read back (an I/O error of the temporary directory).
+    fn from(e: crate::kit::SpillError) -> Self {
+        RunError::Internal(e.to_string())
+    }
+}

@@ -300,11 +300,16 @@ fn drive(
             Step::Validate => perform::validate(rec, adapter, agent, req, plan.as_ref().unwrap())?,
             Step::Prepare => {
                 let p = plan.as_ref().unwrap();
-                let obs = perform::original_observations(p, req.after_step as usize);
-                perform::write_session(rec, adapter, req, p, &obs, SessionRole::Prepared)?;
+                let obs = crate::kit::Observations::Originals;
+                perform::write_session(rec, adapter, req, p, obs, SessionRole::Prepared)?;
             }
             Step::StartBatch(k) => {
-                let n = plan.as_ref().unwrap().batches[k as usize - 1].calls.len() as u64;
+                let n = plan
+                    .as_ref()
+                    .unwrap()
+                    .batches
+                    .shape(k as usize - 1)
+                    .map_or(0, |s| s.calls) as u64;
                 rec.record_deferred(Event::BatchStarted(BatchStarted { batch: k, calls: n }))?;
             }
             Step::ResolveInDoubt(k, i) => {
@@ -343,15 +348,19 @@ fn drive(
                         Some(adapter.tool_runner(p, &perform::exec_context(req), &completed)?);
                 }
                 let runner = tools.as_mut().expect("created above");
+                let batch = p.batches.at(k as usize - 1)?;
                 if batch_ready != Some(k) {
-                    runner.before_batch(&p.batches[k as usize - 1]);
+                    runner.before_batch(&batch);
                     batch_ready = Some(k);
                 }
-                let call = &p.batches[k as usize - 1].calls[i as usize];
+                let call = batch
+                    .calls
+                    .get(i as usize)
+                    .ok_or_else(|| RunError::JournalOrder(format!("batch {k} has no call {i}")))?;
                 if adapter.classify(call) == crate::kit::ToolClass::Mutating {
                     checkpoints.before(rec, k, i)?;
                 }
-                perform::run_call(rec, runner.as_mut(), adapter, p, k, i)?
+                perform::run_call(rec, runner.as_mut(), adapter, call, k, i)?
             }
             Step::Compare(k, i) => perform::compare(rec, adapter, plan.as_ref().unwrap(), k, i)?,
             Step::FinishBatch(k) => perform::finish_batch(rec, req, k)?,
@@ -364,7 +373,7 @@ fn drive(
                     adapter,
                     req,
                     plan.as_ref().unwrap(),
-                    &obs,
+                    crate::kit::Observations::Fresh(&obs),
                     SessionRole::Reconstructed,
                 )?);
             }

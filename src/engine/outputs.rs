@@ -50,19 +50,33 @@ pub fn write_all(
         .map_err(|e| io(&p, e))?;
     }
     if let Some(p) = &rec.state.parsed {
-        if let Ok(plan) = rec.blobs.get(&p.plan_blob) {
-            write_atomic(&out.join(files::PLAN), &plan).map_err(|e| io(out, e))?;
+        // Copied as it is read: a long trajectory's plan is never held whole.
+        if let Ok(mut plan) = std::fs::File::open(rec.blobs.path_of(&p.plan_blob)) {
+            crate::journal::blobs::write_atomic_with(&out.join(files::PLAN), |w| {
+                std::io::copy(&mut plan, w).map(drop)
+            })
+            .map_err(|e| io(out, e))?;
         }
     }
     // journal export
     let path = out.join(files::JOURNAL_EXPORT);
-    let mut buf = Vec::new();
-    crate::journal::read_events(rec.journal.path(), |e| {
-        let _ = write_export_line(&mut buf, &e);
-        Ok(())
+    let journal = rec.journal.path();
+    let mut read = Ok(());
+    crate::journal::blobs::write_atomic_with(&path, |w| {
+        let (mut line, mut written) = (Vec::new(), Ok(()));
+        read = crate::journal::read_events(journal, |e| {
+            if written.is_ok() {
+                line.clear();
+                let _ = write_export_line(&mut line, &e);
+                written = w.write_all(&line);
+            }
+            Ok(())
+        })
+        .map(drop);
+        written
     })
-    .map_err(|e| e.to_string())?;
-    write_atomic(&path, &buf).map_err(|e| io(&path, e))?;
+    .map_err(|e| io(&path, e))?;
+    read.map_err(|e| e.to_string())?;
     // observation comparison
     if !rec.state.calls.is_empty() {
         let mut rows = vec![];

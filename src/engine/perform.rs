@@ -75,10 +75,15 @@ const SUMMARIES_PER_EVENT_BYTES: usize = 1 << 20;
 
 /// The summaries of the plan's batches from index `from` (0-based), as many as fit in one
 /// event.
-fn summaries(adapter: &dyn Adapter, plan: &Plan, from: usize) -> Vec<BatchSummary> {
+fn summaries(
+    adapter: &dyn Adapter,
+    plan: &Plan,
+    from: usize,
+) -> Result<Vec<BatchSummary>, RunError> {
     let mut size = 0;
     let mut out = vec![];
-    for b in &plan.batches[from.min(plan.batches.len())..] {
+    for b in plan.batches.range(from..plan.batches.len()) {
+        let b = b?;
         let bytes: usize = b
             .calls
             .iter()
@@ -106,7 +111,7 @@ fn summaries(adapter: &dyn Adapter, plan: &Plan, from: usize) -> Vec<BatchSummar
             complete: b.complete,
         });
     }
-    out
+    Ok(out)
 }
 
 pub fn parse(
@@ -115,10 +120,13 @@ pub fn parse(
     req: &ReplayRequest,
 ) -> Result<Plan, RunError> {
     let (plan, sha) = parse_source(adapter, req)?;
-    let plan_json = serde_json::to_vec(&plan).map_err(|e| RunError::Internal(e.to_string()))?;
-    let plan_blob = rec.blob(&plan_json)?;
-    drop(plan_json);
-    let batches = summaries(adapter, &plan, 0);
+    // Written as it is serialized: a long plan (spilled to its file) is never held whole.
+    let plan_blob = rec.blob_written(|w| {
+        let mut w = std::io::BufWriter::with_capacity(1 << 16, w);
+        serde_json::to_writer(&mut w, &plan).map_err(std::io::Error::other)?;
+        std::io::Write::flush(&mut w)
+    })?;
+    let batches = summaries(adapter, &plan, 0)?;
     let batch_count = (batches.len() < plan.batches.len()).then_some(plan.batches.len() as u64);
     rec.record(Event::TrajectoryParsed(TrajectoryParsed {
         source_path: req.trajectory.display().to_string(),
@@ -140,7 +148,7 @@ pub fn list_batches(
     plan: &Plan,
     first: u64,
 ) -> Result<(), RunError> {
-    let batches = summaries(adapter, plan, first as usize - 1);
+    let batches = summaries(adapter, plan, first as usize - 1)?;
     rec.record_deferred(Event::BatchesListed(BatchesListed { first, batches }))?;
     Ok(())
 }
@@ -188,9 +196,8 @@ pub fn validate(
         let error = crate::error::TrajectoryError::new(
             &req.trajectory,
             plan.batches
-                .get(n.min(plan.batches.len()).saturating_sub(1))
-                .map(|b| b.locator.line)
-                .unwrap_or(0),
+                .shape(n.min(plan.batches.len()).saturating_sub(1))
+                .map_or(0, |b| b.line),
             "after_step",
             format!("boundary {n} is beyond the last complete batch ({max}): {why}"),
         );
@@ -220,7 +227,8 @@ pub fn validate(
     // boundary n (e.g. it holds what the agent needs to resume).
     adapter.check_plan(plan, n, req.mode)?;
     let mut stale = vec![];
-    for b in &plan.batches[..n] {
+    for b in plan.batches.range(0..n) {
+        let b = b?;
         for (i, c) in b.calls.iter().enumerate() {
             match adapter.classify(c) {
                 ToolClass::Unknown => {
@@ -237,7 +245,7 @@ pub fn validate(
             }
         }
     }
-    let prefix_model_turns = plan.batches[n - 1].model_turn as u64;
+    let prefix_model_turns = plan.batches.shape(n - 1).map_or(0, |s| s.model_turn) as u64;
     let live_budget = match (req.mode, req.max_steps) {
         (_, None) => None,
         (Mode::Continue, Some(m)) => {
@@ -262,7 +270,7 @@ pub fn validate(
     }
     rec.record(Event::BoundaryValidated(BoundaryValidated {
         after_step: req.after_step,
-        prefix_tool_calls: plan.batches[..n].iter().map(|b| b.calls.len() as u64).sum(),
+        prefix_tool_calls: plan.batches.calls_before(n) as u64,
         prefix_model_turns,
         max_boundary: max as u64,
         live_budget,
@@ -280,7 +288,7 @@ pub fn write_session(
     adapter: &dyn Adapter,
     req: &ReplayRequest,
     plan: &Plan,
-    observations: &BTreeMap<String, Observation>,
+    observations: crate::kit::Observations,
     role: SessionRole,
 ) -> Result<crate::kit::RebuiltSession, RunError> {
     let (state_sub, file) = match role {
@@ -310,15 +318,6 @@ pub fn write_session(
         records: rebuilt.records,
     }))?;
     Ok(rebuilt)
-}
-
-/// The original observations of the prefix.
-pub fn original_observations(plan: &Plan, after_step: usize) -> BTreeMap<String, Observation> {
-    plan.batches[..after_step]
-        .iter()
-        .flat_map(|b| b.calls.iter())
-        .filter_map(|c| c.original.clone().map(|o| (c.call_id.clone(), o)))
-        .collect()
 }
 
 /// The fresh observations recorded in the journal (stale ones are the originals).
@@ -360,10 +359,9 @@ pub fn completed_calls(
     let mut out = vec![];
     for c in rec.state.calls.values() {
         if c.finished.is_some() {
+            let batch = plan.batches.get(c.batch as usize - 1)?;
             if let (Some(call), Some(o)) = (
-                plan.batches
-                    .get(c.batch as usize - 1)
-                    .and_then(|b| b.calls.get(c.call as usize)),
+                batch.as_ref().and_then(|b| b.calls.get(c.call as usize)),
                 fresh.get(&c.call_id),
             ) {
                 out.push((call.clone(), o.clone()));
@@ -424,7 +422,7 @@ fn rebuild_with(
         source: &req.trajectory,
         plan,
         after_step: req.after_step as usize,
-        observations: &obs,
+        observations: crate::kit::Observations::Fresh(&obs),
         workspace: &req.workspace,
         state_dir: &req.state_dir,
         artifact_path: &artifact,
@@ -444,11 +442,10 @@ pub fn run_call(
     rec: &mut Recorder,
     tools: &mut dyn crate::kit::ToolRunner,
     adapter: &dyn Adapter,
-    plan: &Plan,
+    call: &crate::kit::ToolCall,
     k: u64,
     i: u64,
 ) -> Result<(), RunError> {
-    let call = &plan.batches[k as usize - 1].calls[i as usize];
     let class = adapter.classify(call);
     rec.record(Event::ToolCallStarted(ToolCallStarted {
         batch: k,
@@ -545,7 +542,11 @@ pub fn compare(
     k: u64,
     i: u64,
 ) -> Result<(), RunError> {
-    let call = &plan.batches[k as usize - 1].calls[i as usize];
+    let batch = plan.batches.at(k as usize - 1)?;
+    let call = batch
+        .calls
+        .get(i as usize)
+        .ok_or_else(|| RunError::JournalOrder(format!("batch {k} has no call {i}")))?;
     let f = rec.state.calls[&(k, i)]
         .finished
         .clone()

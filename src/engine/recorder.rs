@@ -100,6 +100,28 @@ impl Recorder {
     /// carried by the journal itself (`blob_stored`, deferred: it is durable with the event
     /// that names it, which follows it), its file an unsynced copy; a larger one is a file
     /// synced on its own.
+    /// Store a blob written by `write` as it is made (a large one never held in memory).
+    pub fn blob_written(
+        &mut self,
+        write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+    ) -> Result<String, RunError> {
+        let io = |e: std::io::Error| {
+            RunError::Internal(format!("blob store {}: {e}", self.blobs.root().display()))
+        };
+        // A journal of a format before 1.6 carries no blob: every blob is a durable file.
+        let hold = if self.journal.header().minor < 6 {
+            0
+        } else {
+            HELD_BLOB_MAX
+        };
+        let mut w = self.blobs.writer(hold);
+        write(&mut w).map_err(io)?;
+        match w.finish().map_err(io)? {
+            crate::journal::blobs::Written::Held(bytes) => self.blob(&bytes),
+            crate::journal::blobs::Written::Stored(name) => Ok(name),
+        }
+    }
+
     pub fn blob(&mut self, bytes: &[u8]) -> Result<String, RunError> {
         let io = |e: std::io::Error| {
             RunError::Internal(format!("blob store {}: {e}", self.blobs.root().display()))

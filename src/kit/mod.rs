@@ -7,12 +7,14 @@
 //! Every type here is agent-neutral; agent specifics live in `crate::adapters::<agent>`.
 
 pub mod args;
+pub mod batches;
 pub mod companion;
 pub mod json_lines;
 pub mod recorder;
 pub mod registry;
 pub mod rules;
 
+pub use batches::{Batches, Shape, SpillError};
 pub use registry::{AgentEntry, Capabilities, Registry, UnsupportedAgent, VersionRange};
 pub use rules::{NoInserts, OwnPrompt, Removed, RequestRules, RuleRefusal, TrailingUserMessage};
 
@@ -114,7 +116,8 @@ pub struct Plan {
     pub session_id: Option<String>,
     /// The working directory the original run used, when recorded.
     pub original_cwd: Option<PathBuf>,
-    pub batches: Vec<Batch>,
+    /// In memory, or spilled to a file when the trajectory is long (see [`batches`]).
+    pub batches: Batches,
     /// Number of model replies in the whole trajectory.
     pub model_turns: usize,
     /// The adapter's parse (see [`Native`]).
@@ -131,7 +134,7 @@ impl Plan {
 
     /// The highest boundary that may be selected: the number of leading complete batches.
     pub fn max_boundary(&self) -> usize {
-        self.batches.iter().take_while(|b| b.complete).count()
+        self.batches.max_boundary()
     }
 }
 
@@ -180,8 +183,8 @@ pub struct RebuildRequest<'a> {
     pub source: &'a Path,
     pub plan: &'a Plan,
     pub after_step: usize,
-    /// Observation per call id of batches 1..=after_step.
-    pub observations: &'a std::collections::BTreeMap<String, Observation>,
+    /// The observations of batches 1..=after_step.
+    pub observations: Observations<'a>,
     pub workspace: &'a Path,
     /// The run's state directory: isolated agent homes/config dirs live below it.
     pub state_dir: &'a Path,
@@ -198,6 +201,40 @@ pub struct RebuildRequest<'a> {
     /// [`RebuiltSession::prefix`] used, so an adapter whose prefix is costly to compute may
     /// leave it empty otherwise.
     pub for_continuation: bool,
+}
+
+/// The observations a rebuild splices in.
+#[derive(Debug, Clone, Copy)]
+pub enum Observations<'a> {
+    /// The ones the trajectory recorded (the prepared session): nothing is replaced.
+    Originals,
+    /// Per call id: the fresh ones of a replay (stale reuses are the originals).
+    Fresh(&'a std::collections::BTreeMap<String, Observation>),
+}
+
+impl<'a> RebuildRequest<'a> {
+    /// The observations of batches 1..=after_step by call id (the originals are gathered
+    /// from the plan).
+    pub fn observation_map(
+        &self,
+    ) -> Result<std::borrow::Cow<'a, std::collections::BTreeMap<String, Observation>>, SpillError>
+    {
+        use std::borrow::Cow;
+        match self.observations {
+            Observations::Fresh(m) => Ok(Cow::Borrowed(m)),
+            Observations::Originals => {
+                let mut m = std::collections::BTreeMap::new();
+                for b in self.plan.batches.range(0..self.after_step) {
+                    for c in &b?.calls {
+                        if let Some(o) = &c.original {
+                            m.insert(c.call_id.clone(), o.clone());
+                        }
+                    }
+                }
+                Ok(Cow::Owned(m))
+            }
+        }
+    }
 }
 
 /// A native session written for the agent to resume.

@@ -114,7 +114,7 @@ pub fn plan_from_session(path: &Path) -> Plan {
         recorded_version: Some("2.1.332".into()),
         session_id,
         original_cwd: cwd,
-        batches,
+        batches: batches.into(),
         model_turns: msg_ids.len(),
         native: Default::default(),
     }
@@ -122,7 +122,7 @@ pub fn plan_from_session(path: &Path) -> Plan {
 
 /// The original observation of every call of batches 1..=n.
 pub fn original_observations(plan: &Plan, n: usize) -> BTreeMap<String, Observation> {
-    plan.batches[..n]
+    plan.batches.in_memory().unwrap()[..n]
         .iter()
         .flat_map(|b| b.calls.iter())
         .map(|c| (c.call_id.clone(), c.original.clone().unwrap()))
@@ -150,7 +150,7 @@ pub fn reset_workspace(recorded: &Path, work: &Path, plan: &Plan, n: usize) {
             Err(_) => work.join(p),
         }
     };
-    for b in &plan.batches[..n] {
+    for b in &plan.batches.in_memory().unwrap()[..n] {
         for c in &b.calls {
             let i = &c.input;
             match c.tool.as_str() {

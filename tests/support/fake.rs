@@ -86,7 +86,7 @@ impl Adapter for Fake {
             original_cwd: None,
             model_turns: batches.len() + 1,
             native: Default::default(),
-            batches,
+            batches: batches.into(),
         })
     }
     fn classify(&self, call: &ToolCall) -> ToolClass {
@@ -153,7 +153,8 @@ impl ToolRunner for FakeTools {
 
 fn rebuild(req: &RebuildRequest) -> Result<RebuiltSession, AdapterError> {
     {
-        let body = serde_json::to_vec(req.observations).unwrap();
+        let observations = req.observation_map()?;
+        let body = serde_json::to_vec(&*observations).unwrap();
         std::fs::create_dir_all(req.state_dir).unwrap();
         std::fs::write(req.artifact_path, &body).map_err(|e| AdapterError::Io {
             path: req.artifact_path.into(),
@@ -163,7 +164,7 @@ fn rebuild(req: &RebuildRequest) -> Result<RebuiltSession, AdapterError> {
             native_path: req.artifact_path.into(),
             artifact_path: req.artifact_path.into(),
             digest: pvisor::digest::blake3(&body),
-            records: req.observations.len() as u64,
+            records: observations.len() as u64,
             session_id: "s1".into(),
             prefix: vec![],
         })

@@ -194,7 +194,7 @@ impl Adapter for ClaudeCode {
     ) -> (Option<Action>, Option<Action>) {
         let Some(n) = plan
             .batches
-            .get(after_step.wrapping_sub(1))
+            .shape(after_step.wrapping_sub(1))
             .map(|b| b.model_turn)
         else {
             return (None, None);

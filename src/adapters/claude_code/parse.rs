@@ -337,7 +337,7 @@ fn build(path: &Path, records: Vec<Record>) -> Result<ParsedSession, TrajectoryE
         recorded_version: meta.recorded_version.clone(),
         session_id: meta.session_id.clone(),
         original_cwd: meta.original_cwd.clone(),
-        batches,
+        batches: batches.into(),
         model_turns: turns,
         native: Default::default(),
     };

@@ -768,11 +768,12 @@ pub fn rebuild_lines(
         ));
     }
     let lines = read_lines(source)?;
-    let kept_calls: BTreeSet<String> = plan.batches[..after_step]
+    let batches = plan.batches.loaded()?;
+    let kept_calls: BTreeSet<String> = batches[..after_step]
         .iter()
         .flat_map(|b| b.calls.iter().map(|c| c.call_id.clone()))
         .collect();
-    let boundary_calls: Vec<String> = plan.batches[after_step - 1]
+    let boundary_calls: Vec<String> = batches[after_step - 1]
         .calls
         .iter()
         .map(|c| c.call_id.clone())
@@ -939,7 +940,8 @@ pub fn rebuild_artifact_only(req: &RebuildRequest) -> Result<RebuiltSession, Ada
 }
 
 fn rebuild_with(req: &RebuildRequest, write_native: bool) -> Result<RebuiltSession, AdapterError> {
-    let rebuilt = rebuild_lines(req.source, req.plan, req.after_step, req.observations)?;
+    let observations = req.observation_map()?;
+    let rebuilt = rebuild_lines(req.source, req.plan, req.after_step, &observations)?;
     let home = ClaudeHome::new(req.state_dir);
     let cwd = std::fs::canonicalize(req.workspace).map_err(|e| io_err(req.workspace, e))?;
     let native_path = home.session_path(&cwd, &rebuilt.session_id)?;

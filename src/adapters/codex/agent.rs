@@ -188,12 +188,18 @@ impl Adapter for Codex {
             }
         }
         // Code-mode cells need their Node: a missing one is refused before any call runs.
-        if plan
-            .batches
-            .iter()
-            .flat_map(|b| &b.calls)
-            .any(|c| matches!(c.tool.as_str(), "exec" | "wait"))
-        {
+        let mut code_mode = false;
+        for b in plan.batches.iter() {
+            if b?
+                .calls
+                .iter()
+                .any(|c| matches!(c.tool.as_str(), "exec" | "wait"))
+            {
+                code_mode = true;
+                break;
+            }
+        }
+        if code_mode {
             code_mode::host::find_node(ctx.agent_entrypoint.as_deref())
                 .map_err(AdapterError::Unsupported)?;
         }
@@ -232,7 +238,7 @@ impl Adapter for Codex {
         let Some(p) = plan.native.get::<parse::ParsedRollout>() else {
             return (None, None);
         };
-        let Some(b) = plan.batches.get(after_step.wrapping_sub(1)) else {
+        let Some(b) = plan.batches.shape(after_step.wrapping_sub(1)) else {
             return (None, None);
         };
         let n = b.model_turn; // the next reply is replies[n] (0-based)

@@ -21,6 +21,7 @@
 use super::integrity::Said;
 use super::scan::{BStr, Head, LineReader, ModelItem, Obj, PartTyped, RawLine};
 use crate::error::TrajectoryError;
+use crate::kit::batches::{budget_from_env, Builder};
 use crate::kit::{Batch, Locator, Observation, Plan, ToolCall};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -218,7 +219,7 @@ impl ParsedRollout {
                 recorded_version: None,
                 session_id: None,
                 original_cwd: None,
-                batches: vec![],
+                batches: Default::default(),
                 model_turns: 0,
                 native: Default::default(),
             },
@@ -272,13 +273,13 @@ pub fn parse_file_hashed(path: &Path) -> Result<(ParsedRollout, String), Traject
         TrajectoryError::new(path, 0, "file", format!("cannot read the rollout: {e}"))
     })?;
     let mut reader = LineReader::new(std::io::BufReader::with_capacity(1 << 20, file)).hashing();
-    let parsed = parse_lines(path, &mut reader, true)?;
+    let parsed = parse_lines(path, &mut reader, true, budget_from_env())?;
     Ok((parsed, reader.sha256().unwrap_or_default()))
 }
 
 /// Parse rollout bytes.
 pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<ParsedRollout, TrajectoryError> {
-    parse_lines(path, &mut LineReader::new(bytes), true)
+    parse_lines(path, &mut LineReader::new(bytes), true, budget_from_env())
 }
 
 fn err(path: &Path, line: usize, field: &str, msg: String) -> TrajectoryError {
@@ -293,11 +294,27 @@ struct SessionMeta {
     timestamp: Option<String>,
 }
 
-/// Where a call of the plan is, while the parse pairs outputs with calls.
+/// Where a call not yet answered is, while the parse pairs outputs with calls.
 struct CallSlot {
     batch: usize,
     call: usize,
     kind: CallKind,
+}
+
+/// A batch the parse still holds: the last one (it may gain calls) and those with a call not
+/// yet answered. The others are handed to the plan's [`Builder`], which may spill them.
+struct OpenBatch {
+    batch: Batch,
+    unanswered: usize,
+}
+
+/// A call id as the parse remembers it once the call is answered (a digest: memory does not
+/// grow with the ids' length).
+fn id_digest(id: &str) -> [u8; 16] {
+    let h = blake3::hash(id.as_bytes());
+    let mut d = [0; 16];
+    d.copy_from_slice(&h.as_bytes()[..16]);
+    d
 }
 
 /// The parse in progress, fed one line at a time.
@@ -312,13 +329,22 @@ struct Parser<'p> {
     last_turn_cwd: Option<PathBuf>,
     replies: Vec<std::ops::Range<u64>>,
     in_reply: bool,
-    batches: Vec<Batch>,
+    /// Batches not yet final, by 0-based index.
+    open: std::collections::BTreeMap<usize, OpenBatch>,
+    /// The number of batches so far.
+    count: usize,
+    plan: Builder,
+    /// The first call, in plan order, whose arguments do not fit its tool and whose
+    /// recorded observation is not Codex's answer to that: its batch and the error.
+    misfit: Option<(usize, TrajectoryError)>,
     outputs: Vec<Vec<std::ops::Range<u64>>>,
     turn_models: Vec<(u64, Option<String>)>,
     compacted: Option<(usize, u64)>,
     plain: bool,
-    /// Call id -> its place in `batches`.
+    /// Call id -> its place, for the calls not yet answered.
     calls: HashMap<String, CallSlot>,
+    /// Every call id seen (duplicates and second outputs are refused).
+    seen: std::collections::HashSet<[u8; 16]>,
     /// What the rollout says twice ([`super::integrity`]).
     cross: super::integrity::Crosscheck,
 }
@@ -329,6 +355,7 @@ fn parse_lines<R: std::io::BufRead>(
     path: &Path,
     reader: &mut LineReader<R>,
     heads: bool,
+    budget: usize,
 ) -> Result<ParsedRollout, TrajectoryError> {
     let mut p = Parser {
         heads,
@@ -340,12 +367,16 @@ fn parse_lines<R: std::io::BufRead>(
         last_turn_cwd: None,
         replies: vec![],
         in_reply: false,
-        batches: vec![],
+        open: Default::default(),
+        count: 0,
+        plan: Builder::new(budget),
+        misfit: None,
         outputs: vec![],
         turn_models: vec![],
         compacted: None,
         plain: true,
         calls: HashMap::new(),
+        seen: Default::default(),
         cross: Default::default(),
     };
     loop {
@@ -636,7 +667,7 @@ impl Parser<'_> {
                 ))
             }
         };
-        if self.calls.contains_key(&id) {
+        if !self.seen.insert(id_digest(&id)) {
             return Err(err(
                 self.path,
                 l.line,
@@ -655,31 +686,96 @@ impl Parser<'_> {
             },
         };
         let reply = self.replies.len();
-        match self.batches.last_mut() {
-            Some(b) if b.model_turn == reply => b.calls.push(call),
-            _ => {
-                self.batches.push(Batch {
-                    index: self.batches.len() + 1,
-                    locator: call.locator.clone(),
-                    calls: vec![call],
-                    model_turn: reply,
-                    complete: false,
-                });
-                self.outputs.push(Vec::with_capacity(1));
+        let last = self.count.checked_sub(1);
+        let extends = last
+            .and_then(|i| self.open.get(&i))
+            .is_some_and(|o| o.batch.model_turn == reply);
+        if !extends {
+            // The batch before can gain no call now: final, unless a call awaits its output.
+            if let Some(i) = last {
+                self.seal_if_answered(i)?;
             }
+            self.open.insert(
+                self.count,
+                OpenBatch {
+                    batch: Batch {
+                        index: self.count + 1,
+                        locator: call.locator.clone(),
+                        calls: vec![],
+                        model_turn: reply,
+                        complete: false,
+                    },
+                    unanswered: 0,
+                },
+            );
+            self.count += 1;
+            self.outputs.push(Vec::with_capacity(1));
         }
+        let batch = self.count - 1;
+        let open = self.open.get_mut(&batch).expect("the last batch is open");
+        open.batch.calls.push(call);
+        open.unanswered += 1;
         self.outputs
             .last_mut()
             .expect("pushed with its batch")
             .push(0..0);
-        let batch = self.batches.len() - 1;
         let slot = CallSlot {
             batch,
-            call: self.batches[batch].calls.len() - 1,
+            call: open.batch.calls.len() - 1,
             kind,
         };
         self.calls.insert(id, slot);
         Ok(())
+    }
+
+    /// Hand batch `i` (0-based) to the plan if every call of it is answered.
+    fn seal_if_answered(&mut self, i: usize) -> Result<(), TrajectoryError> {
+        if self.open.get(&i).is_some_and(|o| o.unanswered == 0) {
+            self.seal(i)?;
+        }
+        Ok(())
+    }
+
+    /// Batch `i` (0-based) is final: checked and handed to the plan.
+    fn seal(&mut self, i: usize) -> Result<(), TrajectoryError> {
+        let Some(OpenBatch {
+            mut batch,
+            unanswered,
+        }) = self.open.remove(&i)
+        else {
+            return Ok(());
+        };
+        batch.complete = unanswered == 0;
+        // Every call's arguments have the types its tool reads, or the rollout records
+        // Codex's own argument error for it (see `crate::kit::args`): the first call that
+        // does neither, in plan order, is the parse's error.
+        if self.misfit.as_ref().is_none_or(|(b, _)| i < *b) {
+            if let Some((c, m)) = super::tools::ARGUMENTS.unanswered(&batch.calls) {
+                let e = err(
+                    self.path,
+                    c.locator.line,
+                    &format!("payload.arguments.{}", m.field),
+                    format!(
+                        "{} call {}: {}, and the rollout does not record Codex's argument error for it",
+                        c.tool, c.call_id, m.message
+                    ),
+                );
+                self.misfit = Some((i, e));
+            }
+        }
+        self.plan.put(batch).map_err(|e| self.spill_error(e))
+    }
+
+    fn spill_error(&self, e: std::io::Error) -> TrajectoryError {
+        err(
+            self.path,
+            0,
+            "file",
+            format!(
+                "cannot spill the plan to the temporary directory {}: {e}",
+                std::env::temp_dir().display()
+            ),
+        )
     }
 
     /// Pair an output item with its earlier call.
@@ -703,22 +799,13 @@ impl Parser<'_> {
             }
         };
         let Some(slot) = self.calls.get(id) else {
-            return Err(err(
-                path,
-                l.line,
-                "payload.call_id",
-                format!("output for unknown call `{id}` (no earlier call has this call_id)"),
-            ));
+            let why = if self.seen.contains(&id_digest(id)) {
+                format!("second output for call `{id}`")
+            } else {
+                format!("output for unknown call `{id}` (no earlier call has this call_id)")
+            };
+            return Err(err(path, l.line, "payload.call_id", why));
         };
-        let c = &mut self.batches[slot.batch].calls[slot.call];
-        if c.original.is_some() {
-            return Err(err(
-                path,
-                l.line,
-                "payload.call_id",
-                format!("second output for call `{id}`"),
-            ));
-        }
         if slot.kind.output_type() != ty {
             return Err(err(
                 path,
@@ -741,12 +828,28 @@ impl Parser<'_> {
                 "output must be a string, an array of content items or {content, success}".into(),
             )
         })?;
-        c.original = Some(obs);
-        self.outputs[slot.batch][slot.call] = range;
+        let (b, c) = (slot.batch, slot.call);
+        self.calls.remove(id);
+        let open = self
+            .open
+            .get_mut(&b)
+            .expect("a batch with a call to answer is open");
+        open.batch.calls[c].original = Some(obs);
+        open.unanswered -= 1;
+        self.outputs[b][c] = range;
+        // The last batch stays open: it may gain calls.
+        if b + 1 < self.count {
+            self.seal_if_answered(b)?;
+        }
         Ok(())
     }
 
-    fn finish(self) -> Result<ParsedRollout, TrajectoryError> {
+    fn finish(mut self) -> Result<ParsedRollout, TrajectoryError> {
+        // Every batch still open is final now (one with a call never answered is incomplete).
+        let open: Vec<usize> = self.open.keys().copied().collect();
+        for i in open {
+            self.seal(i)?;
+        }
         let Some(era) = self.era else {
             return Err(err(self.path, 0, "file", "the rollout is empty".into()));
         };
@@ -759,25 +862,17 @@ impl Parser<'_> {
                 "no session_meta line: the native session id is unknown".into(),
             ));
         };
-        let mut batches = self.batches;
-        for b in &mut batches {
-            b.complete = b.calls.iter().all(|c| c.original.is_some());
+        if let Some((_, e)) = self.misfit {
+            return Err(e);
         }
-        // Every call's arguments have the types its tool reads, or the rollout records
-        // Codex's own argument error for it (see `crate::kit::args`).
-        if let Some((c, m)) =
-            super::tools::ARGUMENTS.unanswered(batches.iter().flat_map(|b| &b.calls))
-        {
-            return Err(err(
+        let batches = self.plan.finish().map_err(|e| {
+            err(
                 self.path,
-                c.locator.line,
-                &format!("payload.arguments.{}", m.field),
-                format!(
-                    "{} call {}: {}, and the rollout does not record Codex's argument error for it",
-                    c.tool, c.call_id, m.message
-                ),
-            ));
-        }
+                0,
+                "file",
+                format!("cannot read back the plan's spill file: {e}"),
+            )
+        })?;
         let plan = Plan {
             agent: AGENT.into(),
             recorded_version: meta.cli_version.clone(),
@@ -943,7 +1038,7 @@ mod tests {
         assert_eq!(p.era, Era::Bare);
         assert_eq!(p.session_id, "s1");
         assert_eq!(p.plan().batches.len(), 1);
-        assert!(p.plan().batches[0].complete);
+        assert!(p.plan().batches.in_memory().unwrap()[0].complete);
         assert_eq!(p.plan().model_turns, 2);
     }
 
@@ -972,8 +1067,9 @@ mod tests {
                     }
                 }
             }
-            let fast = parse_lines(Path::new("m"), &mut LineReader::new(&bytes[..]), true);
-            let whole = parse_lines(Path::new("m"), &mut LineReader::new(&bytes[..]), false);
+            // The routed parse spills every batch to its file; the whole one keeps them.
+            let fast = parse_lines(Path::new("m"), &mut LineReader::new(&bytes[..]), true, 0);
+            let whole = parse_lines(Path::new("m"), &mut LineReader::new(&bytes[..]), false, usize::MAX);
             match (fast, whole) {
                 (Ok(a), Ok(b)) => proptest::prop_assert_eq!(a, b),
                 (Err(a), Err(b)) => proptest::prop_assert_eq!(a.to_string(), b.to_string()),
@@ -1118,11 +1214,17 @@ mod tests {
             all[n - 1] = &changed;
             read_typed += typed(&changed, *n) as usize;
             let bytes = all.join("\n") + "\n";
-            let fast = parse_lines(Path::new("m"), &mut LineReader::new(bytes.as_bytes()), true);
+            let fast = parse_lines(
+                Path::new("m"),
+                &mut LineReader::new(bytes.as_bytes()),
+                true,
+                0,
+            );
             let whole = parse_lines(
                 Path::new("m"),
                 &mut LineReader::new(bytes.as_bytes()),
                 false,
+                usize::MAX,
             );
             match (fast, whole) {
                 (Ok(a), Ok(b)) => assert_eq!(a, b, "variant {i}"),

@@ -14,7 +14,7 @@
 
 use super::parse::{self, ParsedRollout};
 use super::scan::{self, Head, LineReader};
-use crate::kit::{AdapterError, Observation, RebuildRequest, RebuiltSession};
+use crate::kit::{AdapterError, Observation, Observations, RebuildRequest, RebuiltSession};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -241,12 +241,15 @@ fn copy_by_ranges(
         .rev()
         .find(|(start, _)| *start < cut)
         .and_then(|(_, m)| m.clone());
+    // The prepared session keeps the recorded observations: nothing is rewritten.
     let mut changed: Vec<(std::ops::Range<u64>, &Observation)> = vec![];
-    for (b, batch) in req.plan.batches[..n].iter().enumerate() {
-        for (c, call) in batch.calls.iter().enumerate() {
-            if let Some(obs) = req.observations.get(&call.call_id) {
-                if call.original.as_ref() != Some(obs) {
-                    changed.push((parsed.outputs[b][c].clone(), obs));
+    if let Observations::Fresh(fresh) = req.observations {
+        for (b, batch) in req.plan.batches.range(0..n).enumerate() {
+            for (c, call) in batch?.calls.iter().enumerate() {
+                if let Some(obs) = fresh.get(&call.call_id) {
+                    if call.original.as_ref() != Some(obs) {
+                        changed.push((parsed.outputs[b][c].clone(), obs));
+                    }
                 }
             }
         }
@@ -285,11 +288,13 @@ fn copy_by_lines(
     out: &mut Out,
 ) -> Result<(Option<String>, Vec<Value>), AdapterError> {
     // The cut is the line of batch N's last output.
-    let mut pending: std::collections::HashSet<&str> = req.plan.batches[req.after_step - 1]
-        .calls
-        .iter()
-        .map(|c| c.call_id.as_str())
-        .collect();
+    let last = req.plan.batches.at(req.after_step - 1)?;
+    let mut pending: std::collections::HashSet<&str> =
+        last.calls.iter().map(|c| c.call_id.as_str()).collect();
+    let fresh_of = match req.observations {
+        Observations::Fresh(m) => Some(m),
+        Observations::Originals => None,
+    };
     let mut lines = LineReader::new(source);
     let mut prefix = Vec::new();
     let mut model: Option<String> = None;
@@ -353,7 +358,7 @@ fn copy_by_lines(
         let id = item.get("call_id").and_then(Value::as_str).unwrap_or("");
         let fresh = if ty == "function_call_output" || ty == "custom_tool_call_output" {
             pending.remove(id);
-            req.observations.get(id).filter(|obs| {
+            fresh_of.and_then(|m| m.get(id)).filter(|obs| {
                 item.get("output").and_then(parse::observation_of).as_ref() != Some(*obs)
             })
         } else {

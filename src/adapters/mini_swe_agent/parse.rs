@@ -187,7 +187,7 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<Parsed, TrajectoryError>
         recorded_version: Some(version.clone()),
         session_id: Some(session_id(path, &doc)),
         original_cwd: (!config.cwd.is_empty()).then(|| PathBuf::from(&config.cwd)),
-        batches,
+        batches: batches.into(),
         model_turns: turns,
         native: Default::default(),
     };
@@ -634,10 +634,16 @@ mod tests {
         let parsed = parse_bytes(&p, &b).unwrap();
         let plan = parsed.plan();
         assert_eq!(parsed.format, Format::V1_1);
-        let sizes: Vec<usize> = plan.batches.iter().map(|b| b.calls.len()).collect();
+        let sizes: Vec<usize> = plan
+            .batches
+            .in_memory()
+            .unwrap()
+            .iter()
+            .map(|b| b.calls.len())
+            .collect();
         assert_eq!(sizes, [1, 1, 2, 1, 1]);
         assert_eq!(plan.max_boundary(), 4);
-        assert!(!plan.batches[4].complete);
+        assert!(!plan.batches.in_memory().unwrap()[4].complete);
         assert_eq!(parsed.boundary_message(3), Some(8));
     }
 
@@ -648,7 +654,13 @@ mod tests {
         let plan = parsed.plan();
         assert_eq!(parsed.format, Format::V1);
         assert_eq!(plan.model_turns, 6);
-        let turns: Vec<usize> = plan.batches.iter().map(|b| b.model_turn).collect();
+        let turns: Vec<usize> = plan
+            .batches
+            .in_memory()
+            .unwrap()
+            .iter()
+            .map(|b| b.model_turn)
+            .collect();
         assert_eq!(
             turns,
             [1, 2, 4, 5, 6],
@@ -656,7 +668,7 @@ mod tests {
         );
         assert_eq!(plan.max_boundary(), 4);
         assert_eq!(
-            plan.batches[2].calls[0].input["command"],
+            plan.batches.in_memory().unwrap()[2].calls[0].input["command"],
             "cat notes.txt && cat a.txt"
         );
     }
@@ -683,7 +695,7 @@ mod tests {
         let parsed = parse_bytes(&p, &bytes).unwrap();
         assert_eq!(parsed.sites[0].commands[0], json!(7501));
         assert_eq!(
-            parsed.plan().batches[0].calls[0].input["command"],
+            parsed.plan().batches.in_memory().unwrap()[0].calls[0].input["command"],
             json!(7501)
         );
         doc["messages"][i]["extra"]["actions"][0]["command"] = json!("7501");

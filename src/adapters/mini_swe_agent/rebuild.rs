@@ -38,7 +38,12 @@ pub fn cut_messages(
         ))
     })?;
     let mut messages: Vec<Value> = p.messages()[..=end].to_vec();
-    for (site, batch) in p.sites.iter().zip(&p.plan().batches).take(n) {
+    for (site, batch) in p
+        .sites
+        .iter()
+        .zip(p.plan().batches.loaded()?.iter())
+        .take(n)
+    {
         for (call, &at) in batch.calls.iter().zip(&site.observations) {
             if let Some(m) = fresh(&call.call_id) {
                 messages[at] = m;
@@ -101,8 +106,9 @@ fn write(req: &RebuildRequest, native_too: bool) -> Result<RebuiltSession, Adapt
             &owned
         }
     };
+    let observations = req.observation_map()?;
     let fresh = |id: &str| {
-        req.observations.get(id).map(|o| match &o.native {
+        observations.get(id).map(|o| match &o.native {
             Some(m) => m.clone(),
             None => serde_json::json!({"role": "user", "content": o.text}),
         })
@@ -176,7 +182,7 @@ mod tests {
         for n in 1..=p.plan().max_boundary() {
             let msgs = cut_messages(&p, n, &|_| None).unwrap();
             let prefix = api_prefix(p.format, &msgs);
-            let turn = p.plan().batches[n - 1].model_turn;
+            let turn = p.plan().batches.in_memory().unwrap()[n - 1].model_turn;
             assert_eq!(
                 Value::Array(prefix),
                 requests[turn]["body"]["messages"],

@@ -36,7 +36,9 @@ pub struct Session {
 impl Session {
     pub fn of(p: &Parsed) -> Session {
         let mut commands = std::collections::HashMap::new();
-        for (site, batch) in p.sites.iter().zip(&p.plan().batches) {
+        // The mini parse builds its plan in memory.
+        let batches = p.plan().batches.in_memory().unwrap_or(&[]);
+        for (site, batch) in p.sites.iter().zip(batches) {
             for (c, cmd) in batch.calls.iter().zip(&site.commands) {
                 commands.insert(c.call_id.clone(), cmd.clone());
             }

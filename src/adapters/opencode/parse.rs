@@ -647,7 +647,7 @@ fn plan_of(path: &Path, session: Session) -> Result<Parsed, TrajectoryError> {
         recorded_version: session.version().map(str::to_string),
         session_id: Some(session.id().to_string()),
         original_cwd: session.directory().map(std::path::PathBuf::from),
-        batches,
+        batches: batches.into(),
         model_turns: turns,
         native: Default::default(),
     };

@@ -179,7 +179,8 @@ pub fn rebuild(req: &RebuildRequest) -> Result<RebuiltSession, AdapterError> {
         req.plan.native.get::<Parsed>().ok_or_else(|| {
             AdapterError::Unsupported("the plan carries no OpenCode parse".into())
         })?;
-    let session = cut_session(parsed, req.after_step, req.observations);
+    let observations = req.observation_map()?;
+    let session = cut_session(parsed, req.after_step, &observations);
     let export = session.to_export();
     let bytes = format!(
         "{}\n",

@@ -34,8 +34,11 @@ impl Parsed {
     }
     /// Every call's id with its recorded `ActionEvent`, in plan order.
     pub fn actions(&self) -> impl Iterator<Item = (&str, &Value)> {
+        // The OpenHands parse builds its plan in memory.
         self.plan
             .batches
+            .in_memory()
+            .unwrap_or(&[])
             .iter()
             .zip(&self.sites)
             .flat_map(|(batch, (actions, _))| batch.calls.iter().zip(actions))
@@ -320,7 +323,7 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<Parsed, TrajectoryError>
             .pointer("/workspace/working_dir")
             .and_then(Value::as_str)
             .map(std::path::PathBuf::from),
-        batches,
+        batches: batches.into(),
         model_turns: turns,
         native: Default::default(),
     };
@@ -381,14 +384,20 @@ mod tests {
         let (p, b) = genuine("native-run1");
         let parsed = parse_bytes(&p, &b).unwrap();
         let plan = parsed.plan();
-        let sizes: Vec<usize> = plan.batches.iter().map(|b| b.calls.len()).collect();
+        let sizes: Vec<usize> = plan
+            .batches
+            .in_memory()
+            .unwrap()
+            .iter()
+            .map(|b| b.calls.len())
+            .collect();
         assert_eq!(sizes, [1, 1, 2, 1, 1]);
         assert_eq!(plan.max_boundary(), 5);
         assert_eq!(
             plan.session_id.as_deref(),
             Some("22b9fc3d-ce30-4d2b-8b3c-154c2bfa0130")
         );
-        let c = &plan.batches[0].calls[0];
+        let c = &plan.batches.in_memory().unwrap()[0].calls[0];
         assert_eq!(
             (c.tool.as_str(), c.input["command"].as_str()),
             ("terminal", Some("echo hi > a.txt && ls"))

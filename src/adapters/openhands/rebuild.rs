@@ -116,6 +116,7 @@ pub fn cut(req: &RebuildRequest, conv_dir: &Path) -> Result<Cut, AdapterError> {
             AdapterError::Unsupported("the plan carries no OpenHands store".into())
         })?;
     let n = req.after_step;
+    let observations = req.observation_map()?;
     let end = kept(parsed, n);
     // Result event index → the call it answers (batches 1..=n).
     let mut result_of = std::collections::HashMap::new();
@@ -133,7 +134,7 @@ pub fn cut(req: &RebuildRequest, conv_dir: &Path) -> Result<Cut, AdapterError> {
         let text = match result_of.get(&i) {
             None => parsed.raw[i].clone(),
             Some((b, call)) => {
-                let obs = req.observations.get(call).ok_or_else(|| {
+                let obs = observations.get(call).ok_or_else(|| {
                     AdapterError::Continuation(format!(
                         "no observation for call {call} of batch {b}"
                     ))
@@ -188,7 +189,7 @@ pub fn cut(req: &RebuildRequest, conv_dir: &Path) -> Result<Cut, AdapterError> {
         }
         let calls = match n {
             0 => 0,
-            n => req.plan.batches[n - 1].model_turn,
+            n => req.plan.batches.shape(n - 1).map_or(0, |s| s.model_turn),
         };
         if let Some(stats) = o.get_mut("stats") {
             cut_stats(stats, calls);

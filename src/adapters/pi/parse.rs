@@ -448,7 +448,7 @@ fn plan_of(path: &Path, session: Session) -> Result<Parsed, TrajectoryError> {
         recorded_version: None,
         session_id: Some(session.id().to_string()).filter(|s| !s.is_empty()),
         original_cwd: session.cwd().map(Into::into),
-        batches,
+        batches: batches.into(),
         model_turns: turns,
         native: Default::default(),
     };
@@ -483,10 +483,14 @@ mod tests {
         let p = parse_bytes(Path::new("s.jsonl"), FILE.as_bytes()).unwrap();
         let plan = p.plan();
         assert_eq!(plan.batches.len(), 1);
-        assert_eq!(plan.batches[0].calls.len(), 2);
-        assert!(plan.batches[0].complete);
+        assert_eq!(plan.batches.in_memory().unwrap()[0].calls.len(), 2);
+        assert!(plan.batches.in_memory().unwrap()[0].complete);
         assert_eq!(
-            plan.batches[0].calls[1].original.as_ref().unwrap().text,
+            plan.batches.in_memory().unwrap()[0].calls[1]
+                .original
+                .as_ref()
+                .unwrap()
+                .text,
             "hi"
         );
         assert_eq!(p.boundary_entry(1), Some(4));
@@ -497,7 +501,7 @@ mod tests {
     fn a_missing_result_is_the_torn_end() {
         let cut: String = FILE.lines().take(5).map(|l| format!("{l}\n")).collect();
         let p = parse_bytes(Path::new("s.jsonl"), cut.as_bytes()).unwrap();
-        assert!(!p.plan().batches[0].complete);
+        assert!(!p.plan().batches.in_memory().unwrap()[0].complete);
         assert_eq!(p.plan().max_boundary(), 0);
     }
 

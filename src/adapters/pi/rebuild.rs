@@ -259,7 +259,8 @@ pub fn rebuild(req: &RebuildRequest) -> Result<RebuiltSession, AdapterError> {
     let parsed = req.plan.native.get::<Parsed>().ok_or_else(|| {
         AdapterError::Unsupported("the plan was not parsed by the Pi adapter".into())
     })?;
-    let s = cut(parsed, req.after_step, req.observations);
+    let observations = req.observation_map()?;
+    let s = cut(parsed, req.after_step, &observations);
     let path = session_path(req.state_dir, &s, req.workspace);
     let text = render(&s);
     if let Some(d) = path.parent() {

@@ -44,7 +44,14 @@ pub fn prefix(r: &AuditReport, d: &Detail) -> String {
         return h;
     };
     let mut turn = 0;
-    for b in plan.batches.iter().take(after as usize) {
+    for b in plan.batches.range(0..after as usize) {
+        let b = match b {
+            Ok(b) => b,
+            Err(e) => {
+                h.push_str(&format!("<p class=\"mut\">{}</p>", esc(&e.to_string())));
+                break;
+            }
+        };
         if b.model_turn != turn {
             if turn != 0 {
                 h.push_str("</div>");
@@ -59,7 +66,7 @@ pub fn prefix(r: &AuditReport, d: &Detail) -> String {
             b.index,
             b.calls.len(),
             if b.calls.len() == 1 { "" } else { "s" },
-            esc(&locator(b))
+            esc(&locator(&b))
         ));
         for (i, tc) in b.calls.iter().enumerate() {
             let key = (b.index as u64, i as u64);
@@ -275,7 +282,14 @@ pub fn continuation(r: &AuditReport, d: &Detail) -> String {
 
 fn continued_batches(plan: &Plan, r: &AuditReport) -> String {
     let after = r.run["after_step"].as_u64().unwrap_or(0) as usize;
-    let live: Vec<&Batch> = plan.batches.iter().skip(after).collect();
+    let live = match plan
+        .batches
+        .range(after..plan.batches.len())
+        .collect::<Result<Vec<_>, _>>()
+    {
+        Ok(live) => live,
+        Err(e) => return format!("<p class=\"mut\">{}</p>", esc(&e.to_string())),
+    };
     if live.is_empty() {
         return "<p class=\"mut\">The agent made no tool call after the boundary.</p>".into();
     }
