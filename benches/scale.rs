@@ -12,8 +12,8 @@
 //!   PVISOR_SCALE_SIZES=2000,20000,200000,1000000 cargo bench --bench scale
 //!
 //! (Prepare-only reads the rollout once, line by line, and spills the plan to a temporary file;
-//! what grows in memory is the parse's integrity cross-check, about 0.75 KB per batch here:
-//! 1,000,000 batches, 3.6 GB, about 0.75 GiB; docs/performance.md.)
+//! what grows in memory, mostly the parse's integrity cross-check, is about 0.43 KB per batch
+//! here: 1,000,000 batches, 3.6 GB, about 0.45 GiB; docs/performance.md.)
 //!   PVISOR_SCALE_REPLAY=200,1000,4000 PVISOR_SCALE_RUNS=5 cargo bench --bench scale
 //!
 //! The replay-only runs take the Codex CLI installed by `pvisor agents install codex` (in

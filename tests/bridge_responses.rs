@@ -54,7 +54,7 @@ fn prefix_of(rollout: &str, n: usize) -> Vec<Value> {
     let plan = a.parse(&path, &std::fs::read(&path).unwrap()).unwrap();
     let obs: BTreeMap<String, Observation> = plan
         .batches
-        .in_memory()
+        .loaded()
         .unwrap()
         .iter()
         .flat_map(|b| {

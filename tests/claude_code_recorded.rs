@@ -78,7 +78,7 @@ fn replay(name: &str) -> Vec<(String, String, String)> {
     let mut mismatches = Vec::new();
     let session = tools::ToolSession::new(tools::ToolConfig::for_session(&parsed));
     let mut next_record = 0usize;
-    for batch in parsed.plan().batches.in_memory().unwrap() {
+    for batch in parsed.plan().batches.in_memory().unwrap().iter() {
         assert!(batch.complete);
         // Claude's between-turn file-change attachments before this batch.
         for &i in parsed

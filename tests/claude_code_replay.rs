@@ -121,7 +121,7 @@ fn parses_the_genuine_session() {
     assert_eq!(parsed.records.len(), 47);
     assert_eq!(parsed.records[0].kind, "queue-operation");
     assert!(parsed.records.iter().all(|r| !r.is_sidechain));
-    for b in plan.batches.in_memory().unwrap() {
+    for b in plan.batches.in_memory().unwrap().iter() {
         for c in &b.calls {
             assert_ne!(tools::classify(&c.tool, &c.input), ToolClass::Unknown);
         }
@@ -146,7 +146,7 @@ fn recorded_observations_are_what_the_model_was_sent() {
             }
         }
     }
-    for b in parsed.plan().batches.in_memory().unwrap() {
+    for b in parsed.plan().batches.in_memory().unwrap().iter() {
         for c in &b.calls {
             let o = c.original.as_ref().unwrap();
             let s = &sent[&c.call_id];
@@ -197,7 +197,7 @@ fn replays_every_batch_byte_for_byte_at_the_original_path() {
         agent_entrypoint: None,
     };
     let session = tools::ToolSession::new(tools::ToolConfig::for_session(&parsed));
-    for batch in parsed.plan().batches.in_memory().unwrap() {
+    for batch in parsed.plan().batches.in_memory().unwrap().iter() {
         for call in &batch.calls {
             let out = session
                 .execute(call, &ctx)

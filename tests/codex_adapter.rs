@@ -37,10 +37,8 @@ fn parses_genuine_rollout() {
     assert_eq!(p.session_id, "01a229dc-f117-7e91-85a6-a705d046a8e2");
     assert_eq!(p.cli_version.as_deref(), Some("0.149.0"));
     let plan = p.plan();
-    let shape: Vec<(usize, Vec<&str>)> = plan
-        .batches
-        .in_memory()
-        .unwrap()
+    let batches = plan.batches.loaded().unwrap();
+    let shape: Vec<(usize, Vec<&str>)> = batches
         .iter()
         .map(|b| {
             (
@@ -61,10 +59,7 @@ fn parses_genuine_rollout() {
     );
     assert_eq!(plan.max_boundary(), 5);
     assert_eq!(plan.model_turns, 7);
-    assert_eq!(
-        plan.batches.in_memory().unwrap()[2].calls[1].locator.line,
-        26
-    );
+    assert_eq!(plan.batches.loaded().unwrap()[2].calls[1].locator.line, 26);
 }
 
 /// A tool runner whose code-mode cells run on the pinned Node (installed with Codex).
@@ -295,7 +290,7 @@ fn the_genuine_code_mode_session_replays_with_codex_framing() {
     assert_eq!(plan.batches.len(), 5);
     let ws = tempfile::tempdir().unwrap();
     let mut t = a.tool_runner(&plan, &cells_ctx(ws.path()), &[]).unwrap();
-    for b in plan.batches.in_memory().unwrap() {
+    for b in plan.batches.loaded().unwrap().iter() {
         for call in &b.calls {
             assert_eq!(call.tool, "exec");
             let out = t.execute(call).unwrap();
@@ -334,7 +329,7 @@ fn replay_every_boundary_matches_originals() {
         let c = ctx(ws.path());
         let mut tools = a.tool_runner(&plan, &c, &[]).unwrap();
         let mut obs = BTreeMap::new();
-        for b in &plan.batches.in_memory().unwrap()[..n] {
+        for b in &plan.batches.loaded().unwrap()[..n] {
             for call in &b.calls {
                 assert_ne!(a.classify(call), ToolClass::Unknown);
                 let out = tools.execute(call).unwrap();
@@ -379,7 +374,7 @@ fn replay_every_boundary_matches_originals() {
             .ends_with("-01a229dc-f117-7e91-85a6-a705d046a8e2.jsonl"));
         let re = parse::parse_file(&r.native_path).unwrap();
         assert_eq!(re.plan().max_boundary(), n);
-        for b in re.plan().batches.in_memory().unwrap() {
+        for b in re.plan().batches.loaded().unwrap().iter() {
             for call in &b.calls {
                 assert_eq!(call.original.as_ref().unwrap(), &obs[&call.call_id]);
             }
@@ -391,9 +386,7 @@ fn replay_every_boundary_matches_originals() {
         let state2 = tempfile::tempdir().unwrap();
         let art2 = state2.path().join("out/rollout.jsonl");
         let mut changed = obs.clone();
-        let first = plan.batches.in_memory().unwrap()[0].calls[0]
-            .call_id
-            .clone();
+        let first = plan.batches.loaded().unwrap()[0].calls[0].call_id.clone();
         changed
             .get_mut(&first)
             .unwrap()
@@ -446,7 +439,7 @@ fn prefix_equals_original_request_n_plus_1() {
         .collect();
     let originals: BTreeMap<String, Observation> = plan
         .batches
-        .in_memory()
+        .loaded()
         .unwrap()
         .iter()
         .flat_map(|b| {

@@ -238,12 +238,12 @@ fn the_boundary_is_never_inside_a_batch(agent: &str) {
         let plan = f.plan();
         let max = plan.max_boundary();
         assert!(max >= 1, "{}", f.name);
-        assert!(plan.batches.in_memory().unwrap()[..max]
+        assert!(plan.batches.loaded().unwrap()[..max]
             .iter()
             .all(|b| b.complete && !b.calls.is_empty()));
         assert!(
             plan.batches
-                .in_memory()
+                .loaded()
                 .unwrap()
                 .windows(2)
                 .all(|w| w[0].model_turn < w[1].model_turn),
@@ -296,7 +296,7 @@ fn replay_only_regenerates_the_recorded_observations(agent: &str) {
                 "{} N={n}: {cmp}",
                 f.name
             );
-            let calls: usize = plan.batches.in_memory().unwrap()[..n]
+            let calls: usize = plan.batches.loaded().unwrap()[..n]
                 .iter()
                 .map(|b| b.calls.len())
                 .sum();
@@ -408,7 +408,7 @@ fn continuation_sends_the_original_next_request_at_every_boundary(agent: &str) {
                 "{} N={n}: fold != result",
                 f.name
             );
-            let prefix = plan.batches.in_memory().unwrap()[n - 1].model_turn;
+            let prefix = plan.batches.loaded().unwrap()[n - 1].model_turn;
             let both_call_tools = f.turn_goes_on(prefix) && f.turn_goes_on(prefix + 1);
             let want = if both_call_tools {
                 "max_steps"
@@ -687,7 +687,7 @@ struct KillRun<'a> {
 fn edit_an_observation(f: &Fixture, plan: &pvisor::kit::Plan, n: usize) -> String {
     let text = (f.unsigned)(&f.input_text());
     let words = regex::Regex::new(r"[A-Za-z]{3,}").unwrap();
-    for call in plan.batches.in_memory().unwrap()[..n]
+    for call in plan.batches.loaded().unwrap()[..n]
         .iter()
         .flat_map(|b| &b.calls)
     {

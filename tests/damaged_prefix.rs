@@ -96,7 +96,7 @@ fn visible(
     fresh: &BTreeMap<String, Observation>,
     entry: Option<&Path>,
 ) -> Result<Visible, String> {
-    let observations: BTreeMap<String, Observation> = plan.batches.in_memory().unwrap()[..n]
+    let observations: BTreeMap<String, Observation> = plan.batches.loaded().unwrap()[..n]
         .iter()
         .flat_map(|b| &b.calls)
         .filter_map(|c| {
@@ -137,7 +137,7 @@ fn visible(
         .collect();
     Ok(Visible {
         prefix,
-        calls: plan.batches.in_memory().unwrap()[..n]
+        calls: plan.batches.loaded().unwrap()[..n]
             .iter()
             .flat_map(|b| &b.calls)
             .map(|c| (c.tool.clone(), c.input.clone()))
@@ -633,7 +633,7 @@ fn corpus(agent: &str, session: &Path, seed: u64) -> (usize, usize, Vec<String>)
     let max = plan.max_boundary();
     let fresh: BTreeMap<String, Observation> = plan
         .batches
-        .in_memory()
+        .loaded()
         .unwrap()
         .iter()
         .flat_map(|b| &b.calls)
@@ -690,7 +690,7 @@ fn corpus(agent: &str, session: &Path, seed: u64) -> (usize, usize, Vec<String>)
         for n in boundaries {
             let want_n = want(n);
             // A call of a tool the adapter does not know is refused before anything runs.
-            let unknown = plan.batches.in_memory().unwrap()[..n]
+            let unknown = plan.batches.loaded().unwrap()[..n]
                 .iter()
                 .flat_map(|b| &b.calls)
                 .any(|c| adapter.classify(c) == pvisor::kit::ToolClass::Unknown);

@@ -73,6 +73,10 @@ pub fn write_all(
             Ok(())
         })
         .map(drop);
+        // A journal that cannot be read to its end leaves no export in place.
+        if let Err(e) = &read {
+            return Err(std::io::Error::other(e.to_string()));
+        }
         written
     })
     .map_err(|e| io(&path, e))?;

@@ -96,10 +96,6 @@ impl Recorder {
         Ok(stored)
     }
 
-    /// Store bytes in the blob store, durable before any event names them: a small blob is
-    /// carried by the journal itself (`blob_stored`, deferred: it is durable with the event
-    /// that names it, which follows it), its file an unsynced copy; a larger one is a file
-    /// synced on its own.
     /// Store a blob written by `write` as it is made (a large one never held in memory).
     pub fn blob_written(
         &mut self,
@@ -122,6 +118,10 @@ impl Recorder {
         }
     }
 
+    /// Store bytes in the blob store, durable before any event names them: a small blob is
+    /// carried by the journal itself (`blob_stored`, deferred: it is durable with the event
+    /// that names it, which follows it), its file an unsynced copy; a larger one is a file
+    /// synced on its own.
     pub fn blob(&mut self, bytes: &[u8]) -> Result<String, RunError> {
         let io = |e: std::io::Error| {
             RunError::Internal(format!("blob store {}: {e}", self.blobs.root().display()))

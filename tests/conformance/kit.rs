@@ -175,7 +175,7 @@ impl Fixture {
         budget: usize,
         entry: &Path,
     ) -> Vec<String> {
-        let max = plan.batches.in_memory().unwrap()[n - 1].model_turn + budget;
+        let max = plan.batches.loaded().unwrap()[n - 1].model_turn + budget;
         let mut args = vec![
             "--max-steps".into(),
             max.to_string(),
@@ -193,11 +193,8 @@ impl Fixture {
     /// The original main request that followed batch `n`: the first that carries the
     /// result of the batch's last call.
     pub fn original_after(&self, plan: &pvisor::kit::Plan, n: usize) -> &Value {
-        let id = &plan.batches.in_memory().unwrap()[n - 1]
-            .calls
-            .last()
-            .unwrap()
-            .call_id;
+        let batches = plan.batches.loaded().unwrap();
+        let id = &batches[n - 1].calls.last().unwrap().call_id;
         // Agents whose results carry no call id (mini-swe-agent 1.x: plain user messages):
         // the request after model turn t is the (t+1)-th main request.
         self.originals
@@ -207,7 +204,7 @@ impl Fixture {
                 (!self.originals.iter().any(|r| r.to_string().contains(id)))
                     .then(|| {
                         self.originals
-                            .get(plan.batches.in_memory().unwrap()[n - 1].model_turn)
+                            .get(plan.batches.loaded().unwrap()[n - 1].model_turn)
                     })
                     .flatten()
             })

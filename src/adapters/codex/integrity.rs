@@ -32,12 +32,68 @@ pub struct Crosscheck {
     /// `(turn id, text)` of each user message item.
     user_items: HashMap<(String, Digest), usize>,
     /// Texts by id: `AgentMessage` and `Reasoning` events, assistant messages and reasoning
-    /// items.
-    said_events: Vec<(String, Digest, usize, &'static str)>,
-    said_items: HashMap<String, Digest>,
-    /// `CommandExecution` commands by call id; `exec_command` calls' `cmd` by call id.
-    command_events: Vec<(String, Digest, usize)>,
-    command_calls: HashMap<String, (Digest, usize)>,
+    /// items (the last of an id).
+    said_events: Vec<SaidEvent>,
+    said_items: HashMap<Key, Digest>,
+    /// `CommandExecution` commands by call id (with their line); `exec_command` calls' `cmd`
+    /// by call id (with the call's line).
+    command_events: Vec<(IdAt, Digest, u32)>,
+    command_calls: HashMap<Key, (Digest, u32)>,
+    /// The ids the events name, for the error messages.
+    ids: Ids,
+}
+
+/// What the cross-check keeps per item and event grows with the file: a rollout of a million
+/// batches holds millions. So an id is kept as a 16-byte digest where it is only looked up
+/// ([`Key`]), and its text once, in one buffer, where an error may have to name it ([`Ids`]);
+/// lines as `u32`.
+type Key = [u8; 16];
+
+fn key(id: &str) -> Key {
+    let mut k = [0; 16];
+    k.copy_from_slice(&blake3::hash(id.as_bytes()).as_bytes()[..16]);
+    k
+}
+
+/// A line number as kept (a rollout of over 4 billion lines is named at the last one).
+fn line32(line: usize) -> u32 {
+    u32::try_from(line).unwrap_or(u32::MAX)
+}
+
+/// The text of the ids kept, one after another.
+#[derive(Default)]
+struct Ids(String);
+
+/// An id's place in [`Ids`].
+#[derive(Clone, Copy)]
+struct IdAt {
+    start: u64,
+    len: u32,
+}
+
+impl Ids {
+    fn put(&mut self, id: &str) -> IdAt {
+        let start = self.0.len() as u64;
+        self.0.push_str(id);
+        IdAt {
+            start,
+            len: u32::try_from(id.len()).unwrap_or(u32::MAX),
+        }
+    }
+    fn get(&self, at: IdAt) -> &str {
+        let start = usize::try_from(at.start).unwrap_or(usize::MAX);
+        self.0
+            .get(start..start.saturating_add(at.len as usize))
+            .unwrap_or("")
+    }
+}
+
+/// An `AgentMessage` or `Reasoning` event.
+struct SaidEvent {
+    id: IdAt,
+    text: Digest,
+    line: u32,
+    reasoning: bool,
 }
 
 fn err(path: &Path, line: usize, field: &str, message: String) -> TrajectoryError {
@@ -45,8 +101,14 @@ fn err(path: &Path, line: usize, field: &str, message: String) -> TrajectoryErro
 }
 
 /// A digest of model-visible text: what the cross-check keeps per item instead of the text,
-/// so its memory does not grow with what the model said.
-type Digest = [u8; 32];
+/// so its memory does not grow with what the model said (BLAKE3, its first 16 bytes).
+type Digest = [u8; 16];
+
+fn digest16(h: blake3::Hash) -> Digest {
+    let mut d = [0; 16];
+    d.copy_from_slice(&h.as_bytes()[..16]);
+    d
+}
 
 /// Digests a list of parts, each a `type` and a `text` (either may be missing); `None` for a
 /// missing list. Lengths are hashed with the bytes, so no two lists share a digest by their
@@ -73,13 +135,13 @@ impl PartsDigest {
     }
     /// The digest of one text (a command).
     fn text(s: &str) -> Digest {
-        *blake3::hash(s.as_bytes()).as_bytes()
+        digest16(blake3::hash(s.as_bytes()))
     }
     fn missing() -> Digest {
-        *blake3::hash(b"no list").as_bytes()
+        digest16(blake3::hash(b"no list"))
     }
     fn finish(self) -> Digest {
-        *self.0.finalize().as_bytes()
+        digest16(self.0.finalize())
     }
 }
 
@@ -337,19 +399,23 @@ impl Crosscheck {
     }
 
     fn completed(&mut self, line: usize, c: Completed) {
-        let (id, turn) = (c.id.to_string(), c.turn.to_string());
+        let id = c.id;
         match c.kind {
             Some("UserMessage") => self.user_events.push((
-                turn,
+                c.turn.to_string(),
                 parts(c.content.as_deref(), Some(("text", "input_text"))),
                 line,
             )),
-            Some("AgentMessage") => self.said_events.push((
-                id,
-                parts(c.content.as_deref(), Some(("Text", "output_text"))),
-                line,
-                "AgentMessage",
-            )),
+            Some("AgentMessage") => {
+                let text = parts(c.content.as_deref(), Some(("Text", "output_text")));
+                let id = self.ids.put(id);
+                self.said_events.push(SaidEvent {
+                    id,
+                    text,
+                    line: line32(line),
+                    reasoning: false,
+                })
+            }
             Some("Reasoning") => {
                 let summary = match &c.summary_text {
                     Some(a) => {
@@ -361,11 +427,19 @@ impl Crosscheck {
                     }
                     None => PartsDigest::missing(),
                 };
-                self.said_events.push((id, summary, line, "Reasoning"))
+                let id = self.ids.put(id);
+                self.said_events.push(SaidEvent {
+                    id,
+                    text: summary,
+                    line: line32(line),
+                    reasoning: true,
+                })
             }
             Some("CommandExecution") => {
                 if let Some(cmd) = c.command {
-                    self.command_events.push((id, PartsDigest::text(cmd), line))
+                    let id = self.ids.put(id);
+                    self.command_events
+                        .push((id, PartsDigest::text(cmd), line32(line)))
                 }
             }
             _ => {}
@@ -392,13 +466,13 @@ impl Crosscheck {
                 content,
                 ..
             } => {
-                self.said_items.insert(id.to_string(), parts(content, None));
+                self.said_items.insert(key(id), parts(content, None));
             }
             Said::Reasoning {
                 id: Some(id),
                 summary,
             } => {
-                self.said_items.insert(id.to_string(), parts(summary, None));
+                self.said_items.insert(key(id), parts(summary, None));
             }
             _ => {}
         }
@@ -438,7 +512,7 @@ impl Crosscheck {
                     .and_then(|a| a.get("cmd").and_then(Value::as_str).map(PartsDigest::text));
                 if let (Some(call), Some(cmd)) = (item.get("call_id").and_then(Value::as_str), cmd)
                 {
-                    self.command_calls.insert(call.to_string(), (cmd, line));
+                    self.command_calls.insert(key(call), (cmd, line32(line)));
                 }
             }
             _ => {}
@@ -458,13 +532,20 @@ impl Crosscheck {
                 ));
             }
         }
-        for (id, text, line, kind) in &self.said_events {
-            match self.said_items.get(id) {
-                Some(t) if t == text => {}
+        for e in &self.said_events {
+            let id = self.ids.get(e.id);
+            let kind = if e.reasoning {
+                "Reasoning"
+            } else {
+                "AgentMessage"
+            };
+            let line = e.line as usize;
+            match self.said_items.get(&key(id)) {
+                Some(t) if *t == e.text => {}
                 Some(_) => {
                     return Err(err(
                         path,
-                        *line,
+                        line,
                         "payload.item",
                         format!("the {kind} `{id}` differs from the response item of that id: one of the two was changed"),
                     ))
@@ -472,19 +553,20 @@ impl Crosscheck {
                 None => {
                     return Err(err(
                         path,
-                        *line,
+                        line,
                         "payload.item.id",
                         format!("the {kind} `{id}` has no response item of that id"),
                     ))
                 }
             }
         }
-        for (id, cmd, line) in &self.command_events {
-            if let Some((want, call_line)) = self.command_calls.get(id) {
+        for (at, cmd, line) in &self.command_events {
+            let id = self.ids.get(*at);
+            if let Some((want, call_line)) = self.command_calls.get(&key(id)) {
                 if want != cmd {
                     return Err(err(
                         path,
-                        *call_line,
+                        *call_line as usize,
                         "payload.arguments",
                         format!("the `cmd` of call `{id}` differs from the command Codex recorded running (line {line})"),
                     ));

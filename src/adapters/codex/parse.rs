@@ -870,7 +870,7 @@ impl Parser<'_> {
                 self.path,
                 0,
                 "file",
-                format!("cannot read back the plan's spill file: {e}"),
+                format!("cannot finish the plan's spill file: {e}"),
             )
         })?;
         let plan = Plan {
@@ -928,13 +928,35 @@ fn session_meta(
             ))
         }
     };
+    let cli_version = meta
+        .get("cli_version")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    // The versions a continuation supports record the base instructions every request of
+    // the session carries (`base_instructions.text`; the continued agent reads them from
+    // here): a session meta of such a version without them was changed, e.g. its key
+    // renamed, and would resume with other instructions.
+    if cli_version
+        .as_deref()
+        .is_some_and(|v| super::ENTRY.continues(v))
+        && !meta
+            .pointer("/base_instructions/text")
+            .is_some_and(Value::is_string)
+    {
+        return Err(err(
+            path,
+            line,
+            "session_meta.payload.base_instructions",
+            format!(
+                "Codex {} records the session's base instructions as `base_instructions.text`; this session meta has none (a changed key?)",
+                cli_version.as_deref().unwrap_or_default()
+            ),
+        ));
+    }
     Ok(SessionMeta {
         session_id,
         cwd: meta.get("cwd").and_then(Value::as_str).map(PathBuf::from),
-        cli_version: meta
-            .get("cli_version")
-            .and_then(Value::as_str)
-            .map(str::to_string),
+        cli_version,
         timestamp: timestamp
             .or_else(|| meta.get("timestamp").and_then(Value::as_str))
             .map(str::to_string),
@@ -1038,8 +1060,199 @@ mod tests {
         assert_eq!(p.era, Era::Bare);
         assert_eq!(p.session_id, "s1");
         assert_eq!(p.plan().batches.len(), 1);
-        assert!(p.plan().batches.in_memory().unwrap()[0].complete);
+        assert!(p.plan().batches.loaded().unwrap()[0].complete);
         assert_eq!(p.plan().model_turns, 2);
+    }
+
+    /// A rollout of `n` one-call batches (the genuine session's header and copies of its
+    /// first batch, as the scale bench makes them), edited by `edit` (its lines, 0-based),
+    /// with the ordinals numbered again.
+    fn copies(n: usize, edit: impl Fn(&mut Vec<String>)) -> Vec<u8> {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/codex/genuine/rollout-final.jsonl");
+        let text = std::fs::read_to_string(path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let mut all: Vec<String> = lines[..8].iter().map(|l| l.to_string()).collect();
+        for i in 0..n {
+            for l in &lines[8..16] {
+                all.push(l.replace("_t000", &format!("_b{i:03}")));
+            }
+        }
+        edit(&mut all);
+        let mut out = String::new();
+        for (k, l) in all.iter().enumerate() {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            v["ordinal"] = k.into();
+            out.push_str(&serde_json::to_string(&v).unwrap());
+            out.push('\n');
+        }
+        out.into_bytes()
+    }
+
+    /// Line (0-based) of batch `b`'s (0-based) line `k` (0-based, of 8) in [`copies`].
+    fn at(b: usize, k: usize) -> usize {
+        8 + 8 * b + k
+    }
+
+    /// Parsed with every batch spilled and with none: the same answer, which is returned.
+    fn both(bytes: &[u8]) -> Result<ParsedRollout, String> {
+        let spilled = parse_lines(Path::new("m"), &mut LineReader::new(bytes), true, 0);
+        let held = parse_lines(
+            Path::new("m"),
+            &mut LineReader::new(bytes),
+            true,
+            usize::MAX,
+        );
+        match (spilled, held) {
+            (Ok(a), Ok(b)) => {
+                assert!(a.plan.batches.spilled() && !b.plan.batches.spilled());
+                assert!(a == b);
+                Ok(a)
+            }
+            (Err(a), Err(b)) => {
+                assert_eq!(a.to_string(), b.to_string());
+                Err(a.to_string())
+            }
+            (a, b) => panic!("{:?} vs {:?}", a.err(), b.err()),
+        }
+    }
+
+    #[test]
+    fn what_an_event_repeats_is_checked_against_its_item() {
+        // A message event that says something else than its item: named at the event's line.
+        let bytes = copies(3, |l| {
+            l[at(1, 2)] = l[at(1, 2)].replace("I'll create a.txt", "I will create a.txt");
+        });
+        let e = both(&bytes).unwrap_err();
+        assert!(
+            e.contains(&format!("m:{}:", at(1, 2) + 1))
+                && e.contains("the AgentMessage `msg_fake_b001` differs from the response item"),
+            "{e}"
+        );
+        // A reasoning event whose item is gone.
+        let bytes = copies(3, |l| {
+            l[at(2, 0)] = l[at(2, 0)].replace("rs_fake_b002", "rs_fake_gone");
+        });
+        let e = both(&bytes).unwrap_err();
+        assert!(
+            e.contains(&format!("m:{}:", at(2, 0) + 1))
+                && e.contains("the Reasoning `rs_fake_gone` has no response item of that id"),
+            "{e}"
+        );
+        // A command that is not the call's: named at the call's line, with the event's.
+        let bytes = copies(3, |l| {
+            l[at(1, 5)] = l[at(1, 5)].replace("echo hi > a.txt", "echo hi > b.txt");
+        });
+        let e = both(&bytes).unwrap_err();
+        assert!(
+            e.contains(&format!("m:{}:", at(1, 4) + 1))
+                && e.contains(&format!(
+                    "the `cmd` of call `call_fake_b001_0` differs from the command Codex recorded running (line {})",
+                    at(1, 5) + 1
+                )),
+            "{e}"
+        );
+        // An item id given twice: the last item of that id is the one compared, so the
+        // first event, which matched the first item, no longer does.
+        let bytes = copies(3, |l| {
+            l[at(1, 3)] = l[at(1, 3)]
+                .replace("msg_fake_b001", "msg_fake_b000")
+                .replace("I'll create a.txt", "Something else");
+        });
+        let e = both(&bytes).unwrap_err();
+        assert!(
+            e.contains(&format!("m:{}:", at(0, 2) + 1))
+                && e.contains("the AgentMessage `msg_fake_b000` differs"),
+            "{e}"
+        );
+        // The copies themselves are consistent.
+        assert!(both(&copies(3, |_| {})).is_ok());
+    }
+
+    #[test]
+    fn a_session_meta_without_its_base_instructions_is_refused() {
+        for (from, to) in [
+            ("\"base_instructions\"", "\"base_instructIons\""),
+            (
+                "\"base_instructions\":{\"text\"",
+                "\"base_instructions\":{\"texT\"",
+            ),
+        ] {
+            let bytes = copies(1, |l| {
+                assert!(l[0].contains(from));
+                l[0] = l[0].replacen(from, to, 1);
+            });
+            let e = both(&bytes).unwrap_err();
+            assert!(
+                e.contains("m:1: session_meta.payload.base_instructions")
+                    && e.contains("Codex 0.149.0 records the session's base instructions"),
+                "{e}"
+            );
+        }
+        // A version no continuation supports is read as before (its replay is refused, with
+        // the version, later).
+        let bytes = copies(1, |l| {
+            l[0] = l[0]
+                .replace("\"base_instructions\"", "\"x\"")
+                .replace("0.149.0", "0.1.0")
+        });
+        assert!(both(&bytes).is_ok());
+    }
+
+    #[test]
+    fn a_batch_left_unanswered_is_incomplete_among_sealed_ones() {
+        // Batch 2 of 4 loses its output: it stays open while 3 and 4 are sealed.
+        let bytes = copies(4, |l| {
+            l.remove(at(1, 6));
+        });
+        let p = both(&bytes).unwrap();
+        let b = p.plan.batches.loaded().unwrap();
+        let shapes: Vec<(usize, bool)> = b.iter().map(|b| (b.index, b.complete)).collect();
+        assert_eq!(shapes, vec![(1, true), (2, false), (3, true), (4, true)]);
+        assert!(b[1].calls[0].original.is_none());
+        assert_eq!(p.plan.max_boundary(), 1);
+        assert_eq!(p.outputs[1], vec![0..0]);
+        assert!(p.outputs[2][0].end > p.outputs[2][0].start);
+    }
+
+    #[test]
+    fn a_second_output_for_a_sealed_batch_is_refused() {
+        let bytes = copies(3, |l| {
+            let again = l[at(0, 6)].clone();
+            l.insert(at(2, 0), again);
+        });
+        let e = both(&bytes).unwrap_err();
+        assert!(
+            e.contains("second output for call `call_fake_b000_0`"),
+            "{e}"
+        );
+        // A call id given twice is refused too, sealed or not.
+        let bytes = copies(3, |l| {
+            l[at(2, 4)] = l[at(2, 4)].replace("call_fake_b002_0", "call_fake_b000_0");
+        });
+        let e = both(&bytes).unwrap_err();
+        assert!(e.contains("duplicate call_id `call_fake_b000_0`"), "{e}");
+    }
+
+    #[test]
+    fn the_first_misfit_call_in_plan_order_is_named() {
+        // Batch 2's call (its output removed: it stays open to the end) and batch 3's
+        // (answered: sealed first) both give `cmd` as a number.
+        let misfit = |l: &mut String| {
+            *l = l.replace(r#"\"cmd\": \"echo hi > a.txt && ls\""#, r#"\"cmd\": 5"#);
+        };
+        let bytes = copies(4, |l| {
+            misfit(&mut l[at(1, 4)]);
+            misfit(&mut l[at(2, 4)]);
+            l.remove(at(1, 6));
+        });
+        let e = both(&bytes).unwrap_err();
+        assert!(e.contains("call_fake_b001_0"), "{e}");
+        assert!(e.contains("payload.arguments.cmd"), "{e}");
+        // Batch 3's alone.
+        let bytes = copies(4, |l| misfit(&mut l[at(2, 4)]));
+        let e = both(&bytes).unwrap_err();
+        assert!(e.contains("call_fake_b002_0"), "{e}");
     }
 
     proptest::proptest! {

@@ -36,7 +36,8 @@ pub struct Session {
 impl Session {
     pub fn of(p: &Parsed) -> Session {
         let mut commands = std::collections::HashMap::new();
-        // The mini parse builds its plan in memory.
+        // The mini parse builds its plan in memory (`Batches::from` a Vec), never spilled.
+        debug_assert!(!p.plan().batches.spilled());
         let batches = p.plan().batches.in_memory().unwrap_or(&[]);
         for (site, batch) in p.sites.iter().zip(batches) {
             for (c, cmd) in batch.calls.iter().zip(&site.commands) {

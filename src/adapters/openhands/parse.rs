@@ -34,7 +34,8 @@ impl Parsed {
     }
     /// Every call's id with its recorded `ActionEvent`, in plan order.
     pub fn actions(&self) -> impl Iterator<Item = (&str, &Value)> {
-        // The OpenHands parse builds its plan in memory.
+        // The OpenHands parse builds its plan in memory (`Batches::from` a Vec), never spilled.
+        debug_assert!(!self.plan.batches.spilled());
         self.plan
             .batches
             .in_memory()
