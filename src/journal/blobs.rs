@@ -16,7 +16,7 @@ pub struct BlobStore {
 
 /// Write a file atomically and durably.
 pub fn write_atomic(target: &Path, bytes: &[u8]) -> io::Result<()> {
-    write_renamed(target, bytes, true)
+    write_renamed(target, true, |f| f.write_all(bytes))
 }
 
 /// Write a file atomically and durably from `write`, as it is made (never held whole).
@@ -24,33 +24,21 @@ pub fn write_atomic_with(
     target: &Path,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> io::Result<()> {
-    let dir = target.parent().unwrap_or(Path::new("."));
-    fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        target
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("file"),
-        std::process::id()
-    ));
-    let done = (|| {
-        let mut f = io::BufWriter::with_capacity(1 << 20, fs::File::create(&tmp)?);
-        write(&mut f)?;
-        let f = f.into_inner().map_err(|e| e.into_error())?;
-        f.sync_all()?;
-        fs::rename(&tmp, target)?;
-        super::backend::sync_dir(dir)
-    })();
-    if done.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    done
+    write_renamed(target, true, |f| {
+        let mut w = io::BufWriter::with_capacity(1 << 20, f);
+        write(&mut w)?;
+        w.flush()
+    })
 }
 
-/// Write `bytes` to a temporary file beside `target` and rename it into place, so that no
+/// Write a temporary file beside `target` with `write` and rename it into place, so that no
 /// process ever sees a partial `target`; with `durable`, synced first and the directory after.
-fn write_renamed(target: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
+/// A write that fails leaves no temporary file.
+fn write_renamed(
+    target: &Path,
+    durable: bool,
+    write: impl FnOnce(&mut fs::File) -> io::Result<()>,
+) -> io::Result<()> {
     let dir = target.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(dir)?;
     let tmp = dir.join(format!(
@@ -61,18 +49,23 @@ fn write_renamed(target: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
             .unwrap_or("blob"),
         std::process::id()
     ));
-    {
+    let done = (|| {
         let mut f = fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
+        write(&mut f)?;
         if durable {
             f.sync_all()?;
         }
+        drop(f);
+        fs::rename(&tmp, target)?;
+        if durable {
+            super::backend::sync_dir(dir)?;
+        }
+        Ok(())
+    })();
+    if done.is_err() {
+        let _ = fs::remove_file(&tmp);
     }
-    fs::rename(&tmp, target)?;
-    if durable {
-        super::backend::sync_dir(dir)?;
-    }
-    Ok(())
+    done
 }
 
 impl BlobStore {
@@ -104,7 +97,7 @@ impl BlobStore {
         let hash = blake3::hash(bytes).to_hex().to_string();
         let p = self.path_of(&hash);
         if !p.is_file() {
-            write_renamed(&p, bytes, false)?;
+            write_renamed(&p, false, |f| f.write_all(bytes))?;
         }
         Ok(hash)
     }
